@@ -1,0 +1,34 @@
+# The README's two commands: `make demo` and `make test`. Both install what
+# is missing (Debian packages, as root), build, then run.
+PYTHON ?= $(shell scripts/find-python.sh)
+BUILD  ?= build
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO   ?= examples/heavy_linear.py
+
+.PHONY: all deps build demo test test-cpp test-python clean
+
+all: build
+
+deps:
+	@scripts/ensure-deps.sh
+
+$(BUILD)/CMakeCache.txt: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DPython_EXECUTABLE=$(PYTHON) >/dev/null
+
+build: deps $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+	@echo $(PYTHON) > $(BUILD)/python-path
+
+demo: build
+	./torchneck run $(DEMO)
+
+test: build test-cpp test-python
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure
+
+test-python:
+	$$(cat $(BUILD)/python-path) -m pytest -q tests/python
+
+clean:
+	rm -rf $(BUILD) python/torchneck/_torchneck*.so torchneck-out

@@ -1,0 +1,189 @@
+"""A small, balanced CNN with no planted bottleneck (the overhead reference).
+
+A conventional conv/batch-norm/ReLU/pool network trains on synthetic 3x32x32
+images. Loading is cheap but real (an in-memory pool with a per-sample random
+flip and crop in torch, DataLoader num_workers=0); compute is spread over
+several layers, none of which dominates. Used as "the CNN example" of the
+overhead target: a profiler should add little here and report no single
+dominant cause.
+
+    /usr/bin/python3 examples/cnn.py [--steps N] [--seed S]
+        [--ground-truth PATH] [--batch-size B]
+
+--ground-truth PATH writes what the script measured about itself with
+time.perf_counter (five clock reads per step, no profiler).
+"""
+import time
+
+_SCRIPT_T0 = time.perf_counter()
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, Dataset
+
+EXAMPLE = "cnn"
+PLANTED = "none: balanced CNN (reference for overhead)"
+
+
+# --- ground truth: measured by the script itself, without any profiler -----
+class StepClock:
+    """Five perf_counter reads per step; phases are differences of them."""
+
+    PHASES = ("data_wait", "forward", "backward", "optimizer", "other")
+
+    def __init__(self):
+        self.rows = []  # (step, data_wait, forward, backward, optimizer)
+        self.loop_t0 = self.loop_t1 = 0.0
+
+    def summary(self, args, extra=None):
+        rows = self.rows
+        per = {name: [r[i] for r in rows] for i, name in
+               enumerate(("step",) + self.PHASES[:4])}
+        per["other"] = [r[0] - sum(r[1:]) for r in rows]
+
+        def shares(sel):
+            tot = {k: sum(per[k][i] for i in sel) for k in per}
+            step = tot["step"] or 1.0
+            return ({k: tot[k] for k in per},
+                    {k: tot[k] / step for k in self.PHASES})
+
+        totals, share = shares(range(len(rows)))
+        _, steady = shares(range(1, len(rows)))
+        out = {
+            "schema": "torchneck-ground-truth/1",
+            "example": EXAMPLE,
+            "planted": PLANTED,
+            "argv": sys.argv,
+            "pid": os.getpid(),
+            "seed": args.seed,
+            "steps": len(rows),
+            "batch_size": args.batch_size,
+            "num_workers": args.num_workers,
+            "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "python_version": sys.version.split()[0],
+            "measurement": "time.perf_counter, 5 reads per step, no profiler",
+            "setup_s": self.loop_t0 - _SCRIPT_T0,
+            "loop_wall_s": self.loop_t1 - self.loop_t0,
+            "script_wall_s": self.loop_t1 - _SCRIPT_T0,
+            "totals_s": totals,
+            "shares": share,
+            "shares_after_first_step": steady,
+            "step_median_s": statistics.median(per["step"]) if rows else 0.0,
+            "step_mean_s": statistics.fmean(per["step"]) if rows else 0.0,
+            "per_step_s": {k: [round(v, 7) for v in per[k]] for k in per},
+        }
+        out.update(extra or {})
+        return out
+
+
+def write_ground_truth(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+# --- data and model -----------------------------------------------------------
+class AugmentedPool(Dataset):
+    """In-memory pool with a cheap torch augmentation (flip + 4-px crop)."""
+
+    def __init__(self, length, seed, pool=512):
+        g = torch.Generator().manual_seed(seed)
+        self.images = torch.randn(pool, 3, 36, 36, generator=g)
+        self.labels = torch.randint(0, 10, (pool,), generator=g)
+        self.length = length
+        self.seed = seed
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        k = idx % len(self.labels)
+        r = (idx * 2654435761 + self.seed) & 0xFFFF
+        dx, dy = r % 5, (r >> 4) % 5
+        img = self.images[k, :, dy:dy + 32, dx:dx + 32]
+        if r & 0x100:
+            img = torch.flip(img, dims=(2,))
+        return img, self.labels[k]
+
+
+def conv_bn(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            conv_bn(3, 16), conv_bn(16, 32), nn.MaxPool2d(2),
+            conv_bn(32, 64), nn.MaxPool2d(2),
+            conv_bn(64, 64), nn.AdaptiveAvgPool2d(1))
+        self.classifier = nn.Linear(64, classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ground-truth", metavar="PATH")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--num-workers", type=int, default=0)
+    p.add_argument("--print-every", type=int, default=20)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    data = AugmentedPool(args.steps * args.batch_size, args.seed)
+    loader = DataLoader(data, batch_size=args.batch_size, shuffle=True,
+                        num_workers=args.num_workers)
+    model = SmallCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                          weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+
+    clock = StepClock()
+    rows = clock.rows
+    pc = time.perf_counter
+    clock.loop_t0 = t_prev = pc()
+    for step, (x, y) in enumerate(loader):
+        t_data = pc()
+        loss = loss_fn(model(x), y)
+        t_fwd = pc()
+        loss.backward()
+        t_bwd = pc()
+        opt.step()
+        opt.zero_grad()
+        t_opt = pc()
+        if step % args.print_every == 0:
+            print(f"step {step:5d}  loss {loss.item():.4f}", flush=True)
+        t_end = pc()
+        rows.append((t_end - t_prev, t_data - t_prev, t_fwd - t_data,
+                     t_bwd - t_fwd, t_opt - t_bwd))
+        t_prev = t_end
+    clock.loop_t1 = pc()
+
+    gt = clock.summary(args)
+    s = gt["shares"]
+    print(f"{EXAMPLE}: {gt['steps']} steps in {gt['loop_wall_s']:.2f} s, "
+          f"data {100 * s['data_wait']:.0f} % / forward "
+          f"{100 * s['forward']:.0f} % / backward {100 * s['backward']:.0f} % / "
+          f"optimizer {100 * s['optimizer']:.0f} %", flush=True)
+    if args.ground_truth:
+        write_ground_truth(args.ground_truth, gt)
+
+
+if __name__ == "__main__":
+    main()

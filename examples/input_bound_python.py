@@ -1,0 +1,261 @@
+"""Planted bottleneck: call-heavy pure-Python preprocessing.
+
+Each sample is built and augmented pixel by pixel in plain Python (lists,
+floats and many tiny helper functions: a random generator, normalise, jitter,
+clamp, gamma), then turned into a tensor. The DataLoader uses num_workers=0, so
+the main thread spends most of every step in Dataset.__getitem__ (inside
+next(loader)), executing several hundred thousand small Python calls per
+second while the model itself is tiny.
+
+This is the example that decides the profiler's default Python mode: a
+deterministic tracer pays per call and inflates exactly this code, so it
+distorts the data-wait share; a sampler should not.
+
+Expected verdict: data loading dominates (about 75-85 % of step time here); the
+fix is vectorised preprocessing (torch/numpy ops on whole images) and/or
+DataLoader workers (--num-workers 2).
+
+    /usr/bin/python3 examples/input_bound_python.py [--steps N] [--seed S]
+        [--ground-truth PATH] [--num-workers W] [--side PX]
+
+--ground-truth PATH writes what the script measured about itself with
+time.perf_counter (five clock reads per step, no profiler), plus the number of
+Python function calls per sample (counted by construction, see calls_per_sample).
+"""
+import time
+
+_SCRIPT_T0 = time.perf_counter()
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+EXAMPLE = "input_bound_python"
+PLANTED = ("data_wait: per-pixel pure-Python preprocessing in "
+           "Dataset.__getitem__, DataLoader num_workers=0")
+
+
+# --- ground truth: measured by the script itself, without any profiler -----
+class StepClock:
+    """Five perf_counter reads per step; phases are differences of them."""
+
+    PHASES = ("data_wait", "forward", "backward", "optimizer", "other")
+
+    def __init__(self):
+        self.rows = []  # (step, data_wait, forward, backward, optimizer)
+        self.loop_t0 = self.loop_t1 = 0.0
+
+    def summary(self, args, extra=None):
+        rows = self.rows
+        per = {name: [r[i] for r in rows] for i, name in
+               enumerate(("step",) + self.PHASES[:4])}
+        per["other"] = [r[0] - sum(r[1:]) for r in rows]
+
+        def shares(sel):
+            tot = {k: sum(per[k][i] for i in sel) for k in per}
+            step = tot["step"] or 1.0
+            return ({k: tot[k] for k in per},
+                    {k: tot[k] / step for k in self.PHASES})
+
+        totals, share = shares(range(len(rows)))
+        _, steady = shares(range(1, len(rows)))
+        out = {
+            "schema": "torchneck-ground-truth/1",
+            "example": EXAMPLE,
+            "planted": PLANTED,
+            "argv": sys.argv,
+            "pid": os.getpid(),
+            "seed": args.seed,
+            "steps": len(rows),
+            "batch_size": args.batch_size,
+            "num_workers": args.num_workers,
+            "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "python_version": sys.version.split()[0],
+            "measurement": "time.perf_counter, 5 reads per step, no profiler",
+            "setup_s": self.loop_t0 - _SCRIPT_T0,
+            "loop_wall_s": self.loop_t1 - self.loop_t0,
+            "script_wall_s": self.loop_t1 - _SCRIPT_T0,
+            "totals_s": totals,
+            "shares": share,
+            "shares_after_first_step": steady,
+            "step_median_s": statistics.median(per["step"]) if rows else 0.0,
+            "step_mean_s": statistics.fmean(per["step"]) if rows else 0.0,
+            "per_step_s": {k: [round(v, 7) for v in per[k]] for k in per},
+        }
+        out.update(extra or {})
+        return out
+
+
+def write_ground_truth(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+# --- data: pure-Python, call-heavy preprocessing -----------------------------
+MEAN = (0.49, 0.48, 0.45)
+STD = (0.25, 0.24, 0.26)
+
+
+def lcg(state):
+    return (state * 1103515245 + 12345) & 0x7FFFFFFF
+
+
+def unit(state):
+    return (state >> 8 & 0xFFFF) / 65535.0
+
+
+def gamma(p, g):
+    return p ** g if p > 0.0 else 0.0
+
+
+def jitter(p, amount, r):
+    return p + amount * (r - 0.5)
+
+
+def clamp(p, lo=0.0, hi=1.0):
+    return lo if p < lo else (hi if p > hi else p)
+
+
+def normalise(p, mean, std):
+    return (p - mean) / std
+
+
+def make_pixel(state, c, g):
+    """One pixel: 7 calls (lcg x2, unit x2, gamma, jitter, clamp) + normalise."""
+    state = lcg(state)
+    p = gamma(unit(state), g)
+    state = lcg(state)
+    p = clamp(jitter(p, 0.1, unit(state)))
+    return state, normalise(p, MEAN[c], STD[c])
+
+
+def flip_row(row):
+    return row[::-1]
+
+
+def make_image(idx, seed, side):
+    """3 x side x side nested lists; every pixel goes through make_pixel."""
+    state = (seed * 1000003 + idx * 7919 + 1) & 0x7FFFFFFF
+    g = 0.8 + 0.4 * unit(lcg(state))
+    flip = idx % 2 == 1
+    image = []
+    for c in range(3):
+        rows = []
+        for _ in range(side):
+            row = []
+            for _ in range(side):
+                state, v = make_pixel(state, c, g)
+                row.append(v)
+            rows.append(flip_row(row) if flip else row)
+        image.append(rows)
+    return image, state % 10
+
+
+def calls_per_sample(side):
+    """Python-level calls per __getitem__, by construction of the code above.
+
+    Per pixel: make_pixel + lcg x2 + unit x2 + gamma + jitter + clamp +
+    normalise = 9. Per image: make_image, lcg, unit, and one flip_row per row
+    for odd indices (counted as half). row.append (a C method) is not counted.
+    """
+    return 9 * 3 * side * side + 3 + 0.5 * 3 * side + 1  # +1: __getitem__
+
+
+class PythonAugmentedImages(Dataset):
+    def __init__(self, length, seed, side):
+        self.length, self.seed, self.side = length, seed, side
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        image, label = make_image(idx, self.seed, self.side)
+        return torch.tensor(image), label
+
+
+class TinyCNN(nn.Module):
+    def __init__(self, side, classes=10):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * (side // 2) ** 2, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ground-truth", metavar="PATH")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--num-workers", type=int, default=0)
+    p.add_argument("--side", type=int, default=16, help="image side, pixels")
+    p.add_argument("--print-every", type=int, default=50)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    data = PythonAugmentedImages(args.steps * args.batch_size, args.seed,
+                                 args.side)
+    loader = DataLoader(data, batch_size=args.batch_size, shuffle=True,
+                        num_workers=args.num_workers)
+    model = TinyCNN(args.side)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    clock = StepClock()
+    rows = clock.rows
+    pc = time.perf_counter
+    clock.loop_t0 = t_prev = pc()
+    for step, (x, y) in enumerate(loader):
+        t_data = pc()
+        loss = loss_fn(model(x), y)
+        t_fwd = pc()
+        loss.backward()
+        t_bwd = pc()
+        opt.step()
+        opt.zero_grad()
+        t_opt = pc()
+        if step % args.print_every == 0:
+            print(f"step {step:5d}  loss {loss.item():.4f}", flush=True)
+        t_end = pc()
+        rows.append((t_end - t_prev, t_data - t_prev, t_fwd - t_data,
+                     t_bwd - t_fwd, t_opt - t_bwd))
+        t_prev = t_end
+    clock.loop_t1 = pc()
+
+    per_sample = calls_per_sample(args.side)
+    samples = len(rows) * args.batch_size
+    gt = clock.summary(args)
+    wait = gt["totals_s"]["data_wait"]
+    gt["python_calls"] = {
+        "per_sample": per_sample,
+        "total_in_getitem": per_sample * samples,
+        "per_second_of_data_wait": per_sample * samples / wait if wait else 0.0,
+        "note": "counted by construction (calls_per_sample), not measured",
+    }
+    gt["image_side"] = args.side
+    print(f"{EXAMPLE}: {gt['steps']} steps in {gt['loop_wall_s']:.2f} s, "
+          f"data wait {100 * gt['shares']['data_wait']:.1f} % of step time, "
+          f"{gt['python_calls']['per_second_of_data_wait'] / 1e6:.2f} M "
+          f"Python calls/s while loading", flush=True)
+    if args.ground_truth:
+        write_ground_truth(args.ground_truth, gt)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+// The one schema of what the collectors record on the hot path.
+//
+// Records are small, fixed-size, plain data: no pointers into Python or
+// libtorch objects, no strings (names are interned ids), no formatting.
+// Formatting happens at report time. Sizes are pinned by static_assert so a
+// change to a record is a deliberate change to the schema (Tracy's habit).
+#pragma once
+
+#include <cstdint>
+
+namespace torchneck {
+
+// Where an operator-level event comes from. Mirrors the RecordFunction scopes
+// we subscribe to, without depending on ATen.
+enum class OpKind : uint8_t {
+  kOperator = 0,       // c10/ATen op (RecordScope::FUNCTION)
+  kBackward = 1,       // autograd node run by the engine (BACKWARD_FUNCTION)
+  kUserScope = 2,      // record_function(), DataLoader __next__, Optimizer.step
+  kTorchScript = 3,    // TorchScript function or method
+};
+constexpr int kNumOpKinds = 4;
+
+const char* op_kind_name(OpKind kind);
+
+// One completed RecordFunction event, kept in the bounded timeline window.
+// seq_nr / forward_tid link a backward node to the forward op that created it
+// (DESIGN.md §4): needed by layer attribution in analysis.
+struct OpEvent {
+  int64_t start_ns;      // monotonic clock, see core/clock.h
+  int64_t end_ns;
+  int64_t seq_nr;        // -1 when the op has no autograd sequence number
+  uint64_t forward_tid;  // RecordFunction::forwardThreadId(), 0 if none
+  uint32_t name_id;      // StringInterner id
+  uint32_t thread_index; // index into Run::threads
+  OpKind kind;
+  uint8_t depth;         // nesting depth on its thread (saturates at 255)
+  uint16_t reserved;
+  uint32_t reserved2;
+};
+static_assert(sizeof(OpEvent) == 48, "OpEvent is part of the record schema");
+
+}  // namespace torchneck

@@ -1,0 +1,139 @@
+"""Command line: parse options up to the target, leave the script's own
+arguments untouched, and turn every bad invocation into one line on stderr
+and exit status 2."""
+
+import os
+import sys
+
+USAGE = """\
+usage: torchneck run [options] SCRIPT [ARGS...]
+       torchneck run [options] -m MODULE [ARGS...]
+       python -m torchneck [options] SCRIPT [ARGS...]   (drop-in for python -m torch.utils.bottleneck)
+
+Runs SCRIPT once, unchanged, as __main__ with its own sys.argv, and reports
+where the time went: Python functions, torch operators, backward nodes.
+
+options:
+  --python=MODE        Python profile: sample (default: a native sampler of all
+                       threads, ~1% overhead), trace (deterministic, cProfile
+                       statistics, writes python.pstats; slows Python-heavy code
+                       3-4x, like cProfile), or off
+  --sample-hz=N        sampling rate for --python=sample (default 200)
+  -o DIR, --output=DIR output folder (default: a new folder under ./torchneck-out/)
+  --no-ops             do not observe torch operators
+  --timeline-events=N  operator events kept per thread for the timeline
+                       (default 524288; aggregates always cover the whole run)
+  --top=N              rows per table in the terminal report (default 15)
+  -h, --help           this help
+  --version            print the version
+
+The report goes to stderr after the script has finished (the script's stdout
+stays clean); it is also saved as DIR/report.txt, with DIR/profile.json.
+"""
+
+
+class UsageError(Exception):
+    """A bad invocation: reported as one line, exit status 2."""
+
+
+class Options:
+    def __init__(self):
+        self.python_mode = "sample"
+        self.sample_hz = 200.0
+        self.output = None
+        self.ops = True
+        self.timeline_events = 1 << 19
+        self.top = 15
+        self.module = None  # -m MODULE
+        self.script = None
+        self.args = []
+
+
+def _int(name, text, lo, hi):
+    try:
+        v = int(text)
+    except ValueError:
+        raise UsageError(f"{name} needs an integer, not {text!r}") from None
+    if not lo <= v <= hi:
+        raise UsageError(f"{name} must be between {lo} and {hi}, not {v}")
+    return v
+
+
+def parse(argv):
+    """Options first; the first non-option (or -m MODULE) is the target and
+    everything after it belongs to the script."""
+    o = Options()
+    i = 0
+    takes_value = {"--python", "--sample-hz", "-o", "--output", "--timeline-events", "--top"}
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        if arg == "-m":
+            if i + 1 >= len(argv):
+                raise UsageError("-m needs a module name")
+            o.module = argv[i + 1]
+            o.args = argv[i + 2:]
+            return o
+        if arg in ("-h", "--help"):
+            raise SystemExit(_print_usage())
+        if arg == "--version":
+            from torchneck import __version__
+            print(f"torchneck {__version__}")
+            raise SystemExit(0)
+        name, eq, value = arg.partition("=")
+        if name not in takes_value and name != "--no-ops":
+            raise UsageError(f"unknown option {arg} (see torchneck --help)")
+        if name == "--no-ops":
+            if eq:
+                raise UsageError("--no-ops takes no value")
+            o.ops = False
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(argv):
+                raise UsageError(f"{name} needs a value")
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if name == "--python":
+            if value not in ("sample", "trace", "off"):
+                raise UsageError(f"--python must be sample, trace or off, not {value!r}")
+            o.python_mode = value
+        elif name == "--sample-hz":
+            o.sample_hz = float(_int(name, value, 1, 10000))
+        elif name in ("-o", "--output"):
+            if not value:
+                raise UsageError(f"{name} needs a folder name")
+            o.output = value
+        elif name == "--timeline-events":
+            o.timeline_events = _int(name, value, 0, 1 << 30)
+        elif name == "--top":
+            o.top = _int(name, value, 1, 1000)
+    if i >= len(argv):
+        raise UsageError("no script given (usage: torchneck run [options] SCRIPT [ARGS...])")
+    o.script = argv[i]
+    o.args = argv[i + 1:]
+    return o
+
+
+def _print_usage():
+    sys.stdout.write(USAGE)
+    return 0
+
+
+def main(argv):
+    if argv and argv[0] == "run" and not os.path.isfile("run"):
+        argv = argv[1:]
+    elif argv and argv[0] in ("-h", "--help"):
+        return _print_usage()
+    try:
+        options = parse(argv)
+        from torchneck import runner
+        return runner.run(options)
+    except UsageError as e:
+        sys.stderr.write(f"torchneck: {e}\n")
+        return 2

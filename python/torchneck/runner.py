@@ -1,0 +1,167 @@
+"""Runs the user's script once under a native profiling session, the way
+`python SCRIPT` or `python -m MODULE` would, and writes the report whatever
+way the script ends. Exit status: the script's own."""
+
+import builtins
+import os
+import signal
+import sys
+import time
+import traceback
+import types
+
+from torchneck import env as envfacts
+from torchneck import output
+from torchneck.cli import UsageError
+
+
+class _Target:
+    """What to run: a compiled script, or a module spec for -m."""
+
+    def __init__(self, options):
+        self.module = options.module
+        self.args = options.args
+        if self.module is not None:
+            self._resolve_module()
+        else:
+            self._compile_script(options.script)
+
+    def _compile_script(self, script):
+        self.path = os.path.abspath(script)
+        if not os.path.exists(script):
+            raise UsageError(f"cannot run {script}: no such file")
+        if os.path.isdir(script):
+            raise UsageError(f"cannot run {script}: it is a directory, not a Python script")
+        try:
+            with open(script, "rb") as f:
+                source = f.read()
+        except OSError as e:
+            raise UsageError(f"cannot read {script}: {e.strerror}") from None
+        try:
+            self.code = compile(source, self.path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            raise UsageError(f"syntax error in {script}, line {e.lineno}: {e.msg}") from None
+        except ValueError as e:  # e.g. null bytes
+            raise UsageError(f"cannot compile {script}: {e}") from None
+        self.display = script
+        self.argv = [script] + self.args
+
+    def _resolve_module(self):
+        import importlib.util
+
+        sys.path.insert(0, os.getcwd())  # as `python -m` does
+        try:
+            spec = importlib.util.find_spec(self.module)
+        except (ImportError, ValueError) as e:
+            spec = None
+            why = str(e)
+        else:
+            why = "no module named " + repr(self.module)
+        finally:
+            sys.path.pop(0)
+        if spec is None:
+            raise UsageError(f"cannot run -m {self.module}: {why}")
+        self.display = "-m " + self.module
+        self.argv = [spec.origin or self.module] + self.args
+
+    def run(self):
+        """Runs the target as __main__; returns nothing, raises what it raises."""
+        import runpy
+
+        if self.module is not None:
+            sys.argv = [self.module] + self.args  # runpy puts the file path in argv[0]
+            sys.path[0] = os.getcwd()  # as `python -m MODULE` sets it
+            runpy.run_module(self.module, run_name="__main__", alter_sys=True)
+            return
+        sys.argv = list(self.argv)
+        sys.path[0] = os.path.dirname(self.path)  # as `python SCRIPT` sets it
+        main = types.ModuleType("__main__")
+        main.__file__ = self.path
+        main.__builtins__ = builtins
+        main.__cached__ = None
+        sys.modules["__main__"] = main
+        exec(self.code, main.__dict__)
+
+
+def _exit_code(exc):
+    """The status `python SCRIPT` would exit with for this SystemExit."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    sys.stderr.write(f"{code}\n")  # python prints a non-int code and exits 1
+    return 1
+
+
+def _print_script_traceback(exc):
+    """The traceback Python would print, without the launcher's frames."""
+    tb = exc.__traceback__
+    own = os.path.dirname(os.path.abspath(__file__))
+    while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == own:
+        tb = tb.tb_next
+    while tb is not None and tb.tb_frame.f_code.co_filename.endswith(("runpy.py", "<frozen runpy>")):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
+def run(options):
+    target = _Target(options)  # UsageError before anything starts
+    out_dir = output.prepare_dir(options.output, target.display)
+    import torch  # noqa: F401  (the extension links the same libtorch)
+    from torchneck import _torchneck
+
+    session = _torchneck.Session(
+        python_mode=options.python_mode,
+        sample_hz=options.sample_hz,
+        ops=options.ops,
+        timeline_events_per_thread=options.timeline_events,
+    )
+    facts = envfacts.EnvCollector()
+    facts.install()
+    interrupted = False
+    exit_code = 0
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_main = sys.modules.get("__main__")
+    t0 = time.perf_counter()
+    session.start()
+    try:
+        target.run()
+    except SystemExit as e:
+        exit_code = _exit_code(e)
+    except KeyboardInterrupt as e:
+        session.stop()
+        _print_script_traceback(e)
+        interrupted = True
+        exit_code = 128 + signal.SIGINT
+    except BaseException as e:  # noqa: B902 - the script's own error
+        session.stop()
+        _print_script_traceback(e)
+        exit_code = 1
+    finally:
+        session.stop()
+        wall = time.perf_counter() - t0
+        facts.uninstall()
+    script_argv = sys.argv
+    sys.argv, sys.path[:] = saved_argv, saved_path
+    if saved_main is not None:
+        sys.modules.setdefault("__main__", saved_main)
+
+    run_info = {
+        "script": target.display,
+        "argv": [str(a) for a in script_argv],
+        "exit_code": exit_code,
+        "wall_s": wall,
+        "top": options.top,
+        "thread_names": envfacts.thread_names(),
+        "notes": facts.notes,
+    }
+    output.report(session, run_info, facts.snapshot(), out_dir)
+    if interrupted:
+        # What Python does for an uncaught KeyboardInterrupt: die by SIGINT,
+        # so the parent shell sees the signal.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return exit_code

@@ -1,0 +1,157 @@
+// The Python extension `torchneck._torchneck`: start/stop one profiling
+// session and hand back the written report. No per-event crossing: the
+// collectors run in C++ and Python only configures, stops and describes the
+// environment.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "collect/python/sampler.h"
+#include "collect/python/tracer.h"
+#include "collect/torch/op_observer.h"
+#include "core/interner.h"
+#include "core/threads.h"
+#include "model/run.h"
+#include "report/output_files.h"
+
+namespace py = pybind11;
+
+namespace torchneck {
+namespace {
+
+struct SessionOptions {
+  std::string python_mode = "sample";  // "sample", "trace" or "off"
+  double sample_hz = 200.0;
+  bool ops = true;
+  size_t timeline_events_per_thread = size_t{1} << 19;
+  double shape_sample_prob = 0.05;
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions o) : o_(std::move(o)) {
+    if (o_.python_mode != "sample" && o_.python_mode != "trace" && o_.python_mode != "off")
+      throw std::invalid_argument("python_mode must be sample, trace or off");
+    if (o_.sample_hz < 1 || o_.sample_hz > 10000)
+      throw std::invalid_argument("sample_hz must be between 1 and 10000");
+  }
+
+  void start() {
+    if (started_) throw std::runtime_error("session already started");
+    std::string error;
+    if (o_.ops) {
+      OpObserverOptions oo;
+      oo.timeline_events_per_thread = o_.timeline_events_per_thread;
+      oo.shape_sample_prob = o_.shape_sample_prob;
+      if (!start_op_observer(oo, &error)) throw std::runtime_error(error);
+    }
+    if (o_.python_mode == "trace") {
+      if (!start_tracer(TracerOptions{}, &error)) throw std::runtime_error(error);
+    } else if (o_.python_mode == "sample") {
+      SamplerOptions so;
+      so.hz = o_.sample_hz;
+      if (!start_sampler(so, &error)) throw std::runtime_error(error);
+    }
+    started_ = true;
+  }
+
+  void stop() {
+    if (!started_ || stopped_) return;
+    if (o_.python_mode == "trace") stop_tracer();
+    else if (o_.python_mode == "sample") stop_sampler();
+    if (o_.ops) stop_op_observer();
+    stopped_ = true;
+  }
+
+  // Collects, then writes profile.json (+ python.pstats, report.txt) into
+  // out_dir; returns the terminal report text.
+  std::string finish(const py::dict& run_info, const py::dict& env, const std::string& out_dir,
+                     const std::string& cwd) {
+    stop();
+    Run run;
+    run.run.script = run_info["script"].cast<std::string>();
+    run.run.argv = run_info["argv"].cast<std::vector<std::string>>();
+    run.run.exit_code = run_info["exit_code"].cast<int>();
+    run.run.wall_s = run_info["wall_s"].cast<double>();
+    run.run.python_mode = o_.python_mode;
+    if (run_info.contains("notes")) run.notes = run_info["notes"].cast<std::vector<std::string>>();
+    fill_env(run.env, env);
+    const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
+    std::map<uint64_t, std::string> thread_names;
+    if (run_info.contains("thread_names"))
+      thread_names = run_info["thread_names"].cast<std::map<uint64_t, std::string>>();
+    if (o_.python_mode == "trace") collect_tracer(run);
+    else if (o_.python_mode == "sample") collect_sampler(run);
+    {
+      py::gil_scoped_release nogil;
+      if (o_.ops) collect_op_observer(run);
+      for (const auto& t : registered_threads()) run.threads.push_back(ThreadInfo{t.os_tid, t.name});
+      for (auto& t : run.threads) {
+        auto it = thread_names.find(t.os_tid);
+        if (it != thread_names.end()) t.name = it->second;
+      }
+      OutputOptions out;
+      out.dir = out_dir;
+      out.cwd = cwd;
+      out.summary.top_python = out.summary.top_ops = top;
+      return write_outputs(run, out);
+    }
+  }
+
+ private:
+  static void fill_env(EnvFacts& e, const py::dict& env) {
+    e.python = env["python"].cast<std::string>();
+    e.torch = env["torch"].cast<std::string>();
+    e.cpu_cores = env["cpu_cores"].cast<int64_t>();
+    e.torch_threads = env["torch_threads"].cast<int64_t>();
+    e.cuda = env["cuda"].cast<bool>();
+    for (const auto& item : env["dataloaders"].cast<py::list>()) {
+      const auto d = item.cast<py::dict>();
+      DataLoaderFacts f;
+      f.num_workers = d["num_workers"].cast<int64_t>();
+      f.batch_size = d["batch_size"].is_none() ? -1 : d["batch_size"].cast<int64_t>();
+      f.pin_memory = d["pin_memory"].cast<bool>();
+      f.persistent_workers = d["persistent_workers"].cast<bool>();
+      f.prefetch_factor = d["prefetch_factor"].is_none() ? -1 : d["prefetch_factor"].cast<int64_t>();
+      f.dataset_type = d["dataset"].cast<std::string>();
+      f.created_at = d["created_at"].cast<std::string>();
+      e.dataloaders.push_back(std::move(f));
+    }
+  }
+
+  SessionOptions o_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace
+}  // namespace torchneck
+
+PYBIND11_MODULE(_torchneck, m) {
+  using namespace torchneck;
+  m.doc() = "torchneck's native core: collectors, analysis and reports";
+  py::class_<Session>(m, "Session")
+      .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
+                       size_t timeline_events_per_thread, double shape_sample_prob) {
+             SessionOptions o;
+             o.python_mode = python_mode;
+             o.sample_hz = sample_hz;
+             o.ops = ops;
+             o.timeline_events_per_thread = timeline_events_per_thread;
+             o.shape_sample_prob = shape_sample_prob;
+             return new Session(o);
+           }),
+           py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
+           py::arg("timeline_events_per_thread") = size_t{1} << 19,
+           py::arg("shape_sample_prob") = 0.05)
+      .def("start", &Session::start)
+      .def("stop", &Session::stop)
+      .def("finish", &Session::finish, py::arg("run_info"), py::arg("env"), py::arg("out_dir"),
+           py::arg("cwd"));
+  m.def("set_current_thread_name", [](const std::string& name) {
+    set_thread_name(current_thread_index(), name);
+  });
+}

@@ -1,0 +1,25 @@
+// The Python sampler: a native thread that, at a fixed rate, takes the GIL
+// and reads every Python thread's frame stack. No signal handler, no Python
+// code runs; a thread blocked in C (a torch op, a sleep) is sampled at the
+// Python line that called it, since that thread does not hold the GIL.
+#pragma once
+
+#include <string>
+
+#include "model/run.h"
+
+namespace torchneck {
+
+struct SamplerOptions {
+  double hz = 200.0;  // at least 100 (issue 2); 200 keeps ~5 ms resolution
+};
+
+// Caller holds the GIL.
+bool start_sampler(const SamplerOptions& options, std::string* error);
+// Caller holds the GIL; it is released while the sampler thread is joined.
+void stop_sampler();
+// Caller holds the GIL. Fills run.python (self/total samples and time per
+// function), run.stacks and run.python_samples.
+void collect_sampler(Run& run);
+
+}  // namespace torchneck

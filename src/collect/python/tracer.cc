@@ -1,0 +1,318 @@
+// Deterministic tracer with cProfile's semantics (CPython Modules/_lsprof.c):
+// per function, ncalls / primitive calls / inline (self) time / total time,
+// where total time counts only the outermost of recursive activations; and
+// the same per caller→callee edge, for pstats' callers dictionaries.
+//
+// Concurrency: a profile hook always runs with the GIL held (CPython ≤ 3.13
+// default builds), so the global function table needs no lock; each thread
+// keeps its own call stack and counters, so threads never mix stacks.
+// Hot path: a thread_local read, one FlatMap64 probe, one clock read, and
+// stores into preallocated vectors; allocation only on a function's first
+// sight (per thread) and when the stack outgrows its reservation.
+#include "collect/python/tracer.h"
+
+#include <Python.h>
+#include <frameobject.h>
+
+#include <memory>
+#include <vector>
+
+#include "collect/python/py_names.h"
+#include "core/clock.h"
+#include "core/flat_map.h"
+#include "core/threads.h"
+
+namespace torchneck {
+namespace {
+
+struct Counters {
+  uint64_t calls = 0;
+  uint64_t recursive_calls = 0;
+  int64_t inline_ns = 0;
+  int64_t total_ns = 0;
+  int recursion_level = 0;
+};
+
+struct Edge {
+  uint32_t caller = 0;
+  uint32_t callee = 0;
+  Counters c;
+};
+
+struct Context {
+  uint32_t func;
+  uint32_t edge;  // kNoEdge at the bottom of the stack
+  int64_t t0;
+  int64_t sub_ns;  // time spent in callees
+};
+constexpr uint32_t kNoEdge = 0xffffffffu;
+
+struct ThreadState {
+  uint32_t thread_index = 0;
+  std::vector<Counters> funcs;  // indexed by global function id
+  std::vector<Edge> edges;
+  FlatMap64 edge_index{256};    // (caller << 32 | callee) + 1 → edge
+  std::vector<Context> stack;
+};
+
+struct Function {
+  PyFuncName name;
+  PyObject* owner = nullptr;  // code object kept alive: its address is our key
+};
+
+struct TracerState {
+  bool active = false;
+  TracerOptions options;
+  FlatMap64 func_index{1024};  // code object or PyMethodDef address → id
+  std::vector<Function> functions;
+  std::vector<std::unique_ptr<ThreadState>> threads;
+  PyObject* thread_hook = nullptr;  // the builtin given to threading.setprofile
+};
+
+TracerState* g_state = nullptr;  // accessed with the GIL held only
+uint64_t g_session = 0;          // bumped per start: stale thread_locals miss
+thread_local ThreadState* t_thread = nullptr;
+thread_local uint64_t t_session = 0;
+
+ThreadState* thread_state() {
+  if (t_session == g_session) return t_thread;
+  auto ts = std::make_unique<ThreadState>();
+  ts->thread_index = current_thread_index();
+  ts->stack.reserve(256);
+  ts->funcs.reserve(g_state->functions.size() + 64);
+  t_thread = ts.get();
+  t_session = g_session;
+  g_state->threads.push_back(std::move(ts));
+  return t_thread;
+}
+
+uint32_t function_id(const void* key, PyObject* named_by, bool is_code) {
+  const auto k = reinterpret_cast<uint64_t>(key);
+  uint32_t id = g_state->func_index.find(k);
+  if (id != FlatMap64::kMissing) return id;
+  Function f;
+  if (is_code) {
+    f.name = name_of_code(reinterpret_cast<PyCodeObject*>(named_by));
+    Py_INCREF(named_by);
+    f.owner = named_by;
+  } else {
+    f.name = name_of_cfunction(named_by);
+  }
+  id = static_cast<uint32_t>(g_state->functions.size());
+  g_state->functions.push_back(std::move(f));
+  g_state->func_index.insert(k, id);
+  return id;
+}
+
+inline void enter(ThreadState* ts, uint32_t func) {
+  if (func >= ts->funcs.size()) ts->funcs.resize(g_state->functions.size());
+  ++ts->funcs[func].recursion_level;
+  uint32_t edge = kNoEdge;
+  if (!ts->stack.empty()) {
+    const uint32_t caller = ts->stack.back().func;
+    const uint64_t key = ((static_cast<uint64_t>(caller) << 32) | func) + 1;
+    edge = ts->edge_index.find(key);
+    if (edge == FlatMap64::kMissing) {
+      edge = static_cast<uint32_t>(ts->edges.size());
+      ts->edges.push_back(Edge{caller, func, {}});
+      ts->edge_index.insert(key, edge);
+    }
+    ++ts->edges[edge].c.recursion_level;
+  }
+  ts->stack.push_back(Context{func, edge, now_ns(), 0});
+}
+
+inline void account(Counters& c, int64_t tt, int64_t it) {
+  if (--c.recursion_level == 0) {
+    c.total_ns += tt;
+  } else {
+    ++c.recursive_calls;
+  }
+  c.inline_ns += it;
+  ++c.calls;
+}
+
+inline void leave(ThreadState* ts, int64_t now) {
+  if (ts->stack.empty()) return;  // a frame entered before tracing began
+  const Context ctx = ts->stack.back();
+  ts->stack.pop_back();
+  const int64_t tt = now - ctx.t0;
+  const int64_t it = tt - ctx.sub_ns;
+  if (!ts->stack.empty()) ts->stack.back().sub_ns += tt;
+  account(ts->funcs[ctx.func], tt, it);
+  if (ctx.edge != kNoEdge) account(ts->edges[ctx.edge].c, tt, it);
+}
+
+int profile_hook(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
+  if (g_state == nullptr || !g_state->active) return 0;
+  ThreadState* ts = thread_state();
+  switch (what) {
+    case PyTrace_CALL: {
+      PyCodeObject* code = PyFrame_GetCode(frame);
+      const uint32_t id = function_id(code, reinterpret_cast<PyObject*>(code), true);
+      Py_DECREF(code);
+      enter(ts, id);
+      break;
+    }
+    case PyTrace_RETURN:
+      leave(ts, now_ns());
+      break;
+    case PyTrace_C_CALL:
+      if (g_state->options.builtins && PyCFunction_Check(arg)) {
+        auto* fn = reinterpret_cast<PyCFunctionObject*>(arg);
+        enter(ts, function_id(fn->m_ml, arg, false));
+      }
+      break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+      if (g_state->options.builtins && PyCFunction_Check(arg)) leave(ts, now_ns());
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+// threading.setprofile() target: the first event a new thread delivers
+// swaps the Python-level hook for our C hook on that thread.
+PyObject* thread_bootstrap(PyObject*, PyObject*) {
+  if (g_state != nullptr && g_state->active) PyEval_SetProfile(profile_hook, nullptr);
+  Py_RETURN_NONE;
+}
+PyMethodDef g_bootstrap_def = {"_torchneck_thread_profile", thread_bootstrap, METH_VARARGS,
+                               "Installs torchneck's tracer on a new thread."};
+
+bool call_threading_setprofile(PyObject* hook) {
+  PyObject* threading = PyImport_ImportModule("threading");
+  if (threading == nullptr) return false;
+  PyObject* r = PyObject_CallMethod(threading, "setprofile", "O", hook);
+  Py_DECREF(threading);
+  if (r == nullptr) return false;
+  Py_DECREF(r);
+  return true;
+}
+
+void set_hook_all_threads(bool install) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (install) {
+    PyEval_SetProfileAllThreads(profile_hook, nullptr);
+    return;
+  }
+#endif
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t != nullptr;
+       t = PyThreadState_Next(t)) {
+    if (install) {
+#if PY_VERSION_HEX < 0x030C0000
+      _PyEval_SetProfile(t, profile_hook, nullptr);
+#endif
+    } else if (t->c_profilefunc == profile_hook) {
+      // Only our own hook: a profiler the script installed since stays.
+#if PY_VERSION_HEX >= 0x030C0000
+      PyThreadState* saved = PyThreadState_Swap(t);
+      PyEval_SetProfile(nullptr, nullptr);
+      PyThreadState_Swap(saved);
+#else
+      _PyEval_SetProfile(t, nullptr, nullptr);
+#endif
+    }
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+}
+
+// cProfile's flush_unmatched: activations still open at stop count as calls
+// ending now, so cumulative times of the outer frames are not lost.
+void flush_open_frames(int64_t now) {
+  for (auto& ts : g_state->threads)
+    while (!ts->stack.empty()) leave(ts.get(), now);
+}
+
+}  // namespace
+
+bool start_tracer(const TracerOptions& options, std::string* error) {
+  if (g_state != nullptr && g_state->active) {
+    *error = "the Python tracer is already running";
+    return false;
+  }
+  delete g_state;
+  g_state = new TracerState();
+  ++g_session;
+  g_state->options = options;
+  g_state->thread_hook = PyCFunction_New(&g_bootstrap_def, nullptr);
+  if (g_state->thread_hook == nullptr || !call_threading_setprofile(g_state->thread_hook)) {
+    PyErr_Clear();
+    *error = "threading.setprofile failed; new threads would not be traced";
+    return false;
+  }
+  g_state->active = true;
+  set_hook_all_threads(true);
+  return true;
+}
+
+void stop_tracer() {
+  if (g_state == nullptr || !g_state->active) return;
+  const int64_t now = now_ns();
+  set_hook_all_threads(false);
+  call_threading_setprofile(Py_None);
+  PyErr_Clear();
+  g_state->active = false;
+  flush_open_frames(now);
+}
+
+void collect_tracer(Run& run) {
+  if (g_state == nullptr) return;
+  const size_t n = g_state->functions.size();
+  std::vector<Counters> merged(n);
+  for (auto& ts : g_state->threads) {
+    for (size_t f = 0; f < ts->funcs.size(); ++f) {
+      const Counters& c = ts->funcs[f];
+      merged[f].calls += c.calls;
+      merged[f].recursive_calls += c.recursive_calls;
+      merged[f].inline_ns += c.inline_ns;
+      merged[f].total_ns += c.total_ns;
+    }
+  }
+  // Keep only functions that completed at least one call; remember where.
+  std::vector<uint32_t> out_index(n, 0xffffffffu);
+  for (size_t f = 0; f < n; ++f) {
+    if (merged[f].calls == 0) continue;
+    const Function& fn = g_state->functions[f];
+    PyFunctionStats s;
+    s.function = fn.name.function;
+    s.file = fn.name.file;
+    s.line = fn.name.line;
+    s.builtin = fn.name.builtin;
+    s.calls = merged[f].calls;
+    s.primitive_calls = merged[f].calls - merged[f].recursive_calls;
+    s.self_ns = merged[f].inline_ns;
+    s.total_ns = merged[f].total_ns;
+    out_index[f] = static_cast<uint32_t>(run.python.size());
+    run.python.push_back(std::move(s));
+  }
+  for (auto& ts : g_state->threads) {
+    for (const Edge& e : ts->edges) {
+      if (e.c.calls == 0) continue;
+      const uint32_t callee = out_index[e.callee];
+      const uint32_t caller = out_index[e.caller];
+      if (callee == 0xffffffffu || caller == 0xffffffffu) continue;
+      auto& callers = run.python[callee].callers;
+      CallerEdge* edge = nullptr;
+      for (auto& ce : callers)
+        if (ce.caller == caller) edge = &ce;
+      if (edge == nullptr) {
+        callers.push_back(CallerEdge{caller, 0, 0, 0, 0});
+        edge = &callers.back();
+      }
+      edge->calls += e.c.calls;
+      edge->primitive_calls += e.c.calls - e.c.recursive_calls;
+      edge->self_ns += e.c.inline_ns;
+      edge->total_ns += e.c.total_ns;
+    }
+  }
+  for (Function& f : g_state->functions) Py_XDECREF(f.owner);
+  Py_XDECREF(g_state->thread_hook);
+  delete g_state;
+  g_state = nullptr;
+}
+
+}  // namespace torchneck

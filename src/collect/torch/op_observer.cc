@@ -1,0 +1,591 @@
+// The operator collector: two global RecordFunction callbacks (DESIGN.md §4).
+//
+//   main   FUNCTION, BACKWARD_FUNCTION, USER_SCOPE, TORCHSCRIPT_FUNCTION; no
+//          inputs. Start pushes a frame on the thread's own stack, end pops it
+//          and adds (calls, self, total) to the thread's aggregate for the op,
+//          and appends an OpEvent to the thread's bounded timeline.
+//   shapes FUNCTION only, sampled (shape_sample_prob), needsInputs: reads the
+//          input shapes and dtypes into a short signature, counted per op.
+//
+// Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
+// ObserverContext (start callbacks return nullptr), names interned through a
+// per-thread InternCache. Allocation happens only when a thread sees its
+// first event, a new name, a new shape signature (sampled, bounded), when the
+// stack outgrows its reserve, or once per EventBuffer chunk.
+//
+// Per-thread state is owned by a registry and never freed, so it outlives
+// the thread (autograd engine threads, DataLoader pin-memory threads) and a
+// thread's cached pointer to it can never dangle.
+//
+// Session safety: a global flag turns the callbacks off at stop; each thread
+// raises its own `busy` flag around its work (Dekker-style, seq_cst on both
+// sides), and stop waits until no thread is inside a callback, so collect
+// reads and clears the per-thread data without racing a late callback.
+// Consequence: an event still open when the observer stops is not recorded.
+#include "collect/torch/op_observer.h"
+
+// libtorch is built with NDEBUG, and RecordFunction's inline inputs()
+// asserts on a member that exists only in debug builds: without NDEBUG here
+// it reads padding and throws. See the torch headers as libtorch saw them.
+#ifndef NDEBUG
+#define NDEBUG
+#define TORCHNECK_RESTORE_DEBUG
+#endif
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <c10/core/ScalarType.h>
+#ifdef TORCHNECK_RESTORE_DEBUG
+#undef NDEBUG
+#undef TORCHNECK_RESTORE_DEBUG
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/event_buffer.h"
+#include "core/interner.h"
+#include "core/threads.h"
+
+namespace torchneck {
+namespace {
+
+constexpr size_t kStackReserve = 256;       // nesting depth without allocation
+constexpr size_t kMaxSignatureInputs = 16;  // inputs described per signature
+constexpr size_t kMaxSignatureChars = 320;  // longer signatures end in "..."
+constexpr size_t kMaxListElements = 4;      // tensors shown per tensor list
+// Signatures beyond max_shapes_per_op distinct ones (per op and thread) are
+// counted under this name instead of being kept; it competes in the ranking
+// like any other signature.
+constexpr char kOtherShapes[] = "(other)";
+
+// One open RecordFunction on this thread.
+struct Frame {
+  int64_t start_ns;
+  int64_t child_ns;  // total time of completed children on this thread
+  int64_t seq_nr;
+  uint64_t forward_tid;
+  uint64_t key;      // see frame_key()
+  uint32_t name_id;
+  uint32_t agg;      // index into ThreadState::aggs
+  OpKind kind;
+};
+
+struct ShapeSlot {
+  uint64_t hash;
+  std::string text;
+  uint64_t count;
+};
+
+struct OpAggregate {
+  uint32_t name_id;
+  OpKind kind;
+  uint64_t calls = 0;
+  int64_t self_ns = 0;
+  int64_t total_ns = 0;
+  std::vector<ShapeSlot> shapes;  // at most max_shapes_per_op
+  uint64_t other_shapes = 0;
+};
+
+struct ThreadState {
+  ThreadState(uint32_t index, size_t timeline_capacity)
+      : thread_index(index), timeline(timeline_capacity) {
+    stack.reserve(kStackReserve);
+    shape_text.reserve(kMaxSignatureChars + 64);
+    dtype_text.reserve(128);
+  }
+
+  // Raised while this thread runs one of our callbacks; stop waits for it.
+  std::atomic<uint32_t> busy{0};
+  const uint32_t thread_index;
+  InternCache names;
+  std::vector<Frame> stack;
+  // (name_id * kNumOpKinds + kind) -> 1 + index into aggs; 0 = none yet.
+  // Indexed directly by the interned id: O(1), grows only on a new name.
+  std::vector<uint32_t> agg_index;
+  std::vector<OpAggregate> aggs;
+  EventBuffer<OpEvent> timeline;
+  uint64_t abandoned = 0;  // frames whose end never came on this thread
+  // Scratch for the sampled shape callback, reused across events.
+  std::string shape_text;
+  std::string dtype_text;
+};
+
+struct Observer {
+  std::mutex mu;  // registration (once per thread), start, stop, collect
+  std::vector<std::unique_ptr<ThreadState>> threads;
+  OpObserverOptions options;
+  at::CallbackHandle main_handle = at::INVALID_CALLBACK_HANDLE;
+  at::CallbackHandle shape_handle = at::INVALID_CALLBACK_HANDLE;
+  bool installed = false;
+};
+
+Observer& observer() {
+  static auto* o = new Observer();  // leaked: late callbacks may still look
+  return *o;
+}
+
+std::atomic<bool> g_enabled{false};
+thread_local ThreadState* t_state = nullptr;
+
+ThreadState* register_thread() {
+  const uint32_t index = current_thread_index();
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  o.threads.push_back(
+      std::make_unique<ThreadState>(index, o.options.timeline_events_per_thread));
+  return o.threads.back().get();
+}
+
+// Returns the thread's state with `busy` raised, or nullptr when the observer
+// is off. Every non-null return must be paired with leave().
+inline ThreadState* enter() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
+  ThreadState* st = t_state;
+  if (st == nullptr) st = t_state = register_thread();
+  st->busy.store(1, std::memory_order_seq_cst);
+  if (!g_enabled.load(std::memory_order_seq_cst)) {
+    st->busy.store(0, std::memory_order_release);
+    return nullptr;
+  }
+  return st;
+}
+
+inline void leave(ThreadState* st) {
+  st->busy.store(0, std::memory_order_release);
+}
+
+inline OpKind kind_of(at::RecordScope scope) {
+  switch (scope) {
+    case at::RecordScope::BACKWARD_FUNCTION: return OpKind::kBackward;
+    case at::RecordScope::USER_SCOPE: return OpKind::kUserScope;
+    case at::RecordScope::TORCHSCRIPT_FUNCTION: return OpKind::kTorchScript;
+    default: return OpKind::kOperator;
+  }
+}
+
+// Identifies a RecordFunction between its start and end callbacks. handle()
+// is only assigned when some callback asked for ids (needsIds: an atomic
+// counter shared by all threads, which we avoid); otherwise the object's
+// address, unique while it is alive, serves. Stale frames with a reused
+// address sit lower on the stack, and the search runs from the top.
+inline uint64_t frame_key(const at::RecordFunction& fn) {
+  const uint64_t handle = fn.handle();
+  return handle != 0 ? handle : reinterpret_cast<uintptr_t>(&fn);
+}
+
+inline uint32_t aggregate_for(ThreadState* st, uint32_t name_id, OpKind kind) {
+  const size_t key = size_t{name_id} * kNumOpKinds + static_cast<size_t>(kind);
+  if (key >= st->agg_index.size()) {
+    st->agg_index.resize(std::max(key + 1, st->agg_index.size() * 2), 0);
+  }
+  uint32_t& slot = st->agg_index[key];
+  if (slot == 0) {
+    OpAggregate agg;
+    agg.name_id = name_id;
+    agg.kind = kind;
+    st->aggs.push_back(std::move(agg));
+    slot = static_cast<uint32_t>(st->aggs.size());
+  }
+  return slot - 1;
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  ThreadState* st = enter();
+  if (st == nullptr) return nullptr;
+  Frame f;
+  f.kind = kind_of(fn.scope());
+  f.name_id = st->names.intern(fn.name());
+  f.agg = aggregate_for(st, f.name_id, f.kind);
+  f.key = frame_key(fn);
+  f.seq_nr = fn.seqNr();
+  // Backward nodes carry the id of the thread that ran their forward op;
+  // every other event carries its own thread's id in the same id space
+  // (RecordFunction's logical thread ids), so analysis can match a backward
+  // node to the forward op with the same (forward_tid, seq_nr).
+  f.forward_tid =
+      f.kind == OpKind::kBackward ? fn.forwardThreadId() : fn.threadId();
+  f.child_ns = 0;
+  st->stack.push_back(f);
+  st->stack.back().start_ns = now_ns();  // last: our own work is not the op's
+  leave(st);
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  const int64_t end_ns = now_ns();  // first: our own work is not the op's
+  ThreadState* st = enter();
+  if (st == nullptr) return;
+  std::vector<Frame>& stack = st->stack;
+  const uint64_t key = frame_key(fn);
+  size_t i = stack.size();
+  while (i > 0 && stack[i - 1].key != key) --i;
+  if (i == 0) {  // started before this session, or on another thread
+    leave(st);
+    return;
+  }
+  if (i < stack.size()) {  // frames above never saw their end: drop them
+    st->abandoned += stack.size() - i;
+    stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(i), stack.end());
+  }
+  const Frame f = stack.back();
+  stack.pop_back();
+  const int64_t total = end_ns - f.start_ns;
+  const int64_t self = std::max<int64_t>(0, total - f.child_ns);
+  if (!stack.empty()) stack.back().child_ns += total;
+
+  OpAggregate& agg = st->aggs[f.agg];
+  ++agg.calls;
+  agg.self_ns += self;
+  agg.total_ns += total;
+
+  OpEvent ev{};
+  ev.start_ns = f.start_ns;
+  ev.end_ns = end_ns;
+  ev.seq_nr = f.seq_nr;
+  ev.forward_tid = f.forward_tid;
+  ev.name_id = f.name_id;
+  ev.thread_index = st->thread_index;
+  ev.kind = f.kind;
+  ev.depth = static_cast<uint8_t>(std::min<size_t>(stack.size(), 255));
+  st->timeline.append(ev);
+  leave(st);
+}
+
+// --- sampled shape signatures ----------------------------------------------
+
+void append_int(std::string& s, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+
+void append_dtype(std::string& s, c10::ScalarType type) {
+  if (!s.empty()) s += ',';
+  for (const char* p = c10::toString(type); *p != '\0'; ++p) {
+    const char c = *p;
+    s += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+}
+
+void append_tensor(ThreadState* st, const at::Tensor& t) {
+  std::string& s = st->shape_text;
+  if (!t.defined()) {
+    s += "None";
+    return;
+  }
+  s += '[';
+  const auto sizes = t.sizes();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d != 0) s += ", ";
+    append_int(s, sizes[d]);
+  }
+  s += ']';
+  append_dtype(st->dtype_text, t.scalar_type());
+}
+
+// Tensors as their shape ("[32, 3]"), tensor lists as nested shapes, other
+// values as their type ("int", "float", "None", "int[2]"): values are left
+// out so that e.g. different scalar operands do not split a signature.
+void append_value(ThreadState* st, const c10::IValue& v) {
+  std::string& s = st->shape_text;
+  if (v.isTensor()) {
+    append_tensor(st, v.toTensor());
+  } else if (v.isNone()) {
+    s += "None";
+  } else if (v.isInt() || v.isSymInt()) {
+    s += "int";
+  } else if (v.isDouble()) {
+    s += "float";
+  } else if (v.isBool()) {
+    s += "bool";
+  } else if (v.isComplexDouble()) {
+    s += "complex";
+  } else if (v.isString()) {
+    s += "str";
+  } else if (v.isDevice()) {
+    s += "device";
+  } else if (v.isTensorList()) {
+    const auto list = v.toListRef();
+    s += '[';
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i != 0) s += ", ";
+      if (i == kMaxListElements) {
+        s += "...x";
+        append_int(s, static_cast<int64_t>(list.size()));
+        break;
+      }
+      append_tensor(st, list[i].toTensor());
+    }
+    s += ']';
+  } else if (v.isList()) {
+    const size_t n = v.toListRef().size();
+    s += v.isIntList() ? "int" : v.isDoubleList() ? "float"
+         : v.isBoolList() ? "bool" : "list";
+    s += '[';
+    append_int(s, static_cast<int64_t>(n));
+    s += ']';
+  } else {
+    s += '?';
+  }
+}
+
+// Builds "[[32, 3, 32, 32], [16], int] float,float" into st->shape_text.
+void build_signature(ThreadState* st, const at::RecordFunction& fn) {
+  std::string& s = st->shape_text;
+  s.clear();
+  st->dtype_text.clear();
+  const auto inputs = fn.inputs();
+  s += '[';
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i != 0) s += ", ";
+    if (i == kMaxSignatureInputs || s.size() > kMaxSignatureChars) {
+      s += "...";
+      break;
+    }
+    append_value(st, inputs[i]);
+  }
+  s += ']';
+  if (!st->dtype_text.empty()) {
+    s += ' ';
+    s += st->dtype_text;
+  }
+}
+
+std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn) {
+  ThreadState* st = enter();
+  if (st == nullptr) return nullptr;
+  try {
+    build_signature(st, fn);
+  } catch (...) {  // e.g. a tensor kind without sizes (nested, symbolic)
+    st->shape_text.assign("?");
+  }
+  const uint32_t name_id = st->names.intern(fn.name());
+  OpAggregate& agg = st->aggs[aggregate_for(st, name_id, OpKind::kOperator)];
+  const std::string& sig = st->shape_text;
+  const uint64_t hash = hash_bytes(sig.data(), sig.size());
+  bool counted = false;
+  for (ShapeSlot& slot : agg.shapes) {
+    if (slot.hash == hash && slot.text == sig) {
+      ++slot.count;
+      counted = true;
+      break;
+    }
+  }
+  if (!counted) {
+    // Options are only written under the registry lock while no callback
+    // runs (start), so reading them here is race-free.
+    if (agg.shapes.size() < observer().options.max_shapes_per_op) {
+      agg.shapes.push_back(ShapeSlot{hash, sig, 1});
+    } else {
+      ++agg.other_shapes;
+    }
+  }
+  leave(st);
+  return nullptr;
+}
+
+void on_shapes_end(const at::RecordFunction&, at::ObserverContext*) {}
+
+// --- session -----------------------------------------------------------------
+
+void reset_thread(ThreadState& st, size_t timeline_capacity) {
+  st.stack.clear();
+  st.agg_index.clear();
+  st.aggs.clear();
+  st.timeline = EventBuffer<OpEvent>(timeline_capacity);
+  st.abandoned = 0;
+}
+
+// With o.mu held.
+void stop_locked(Observer& o) {
+  if (!o.installed) return;
+  g_enabled.store(false, std::memory_order_seq_cst);
+  at::removeCallback(o.main_handle);
+  if (o.shape_handle != at::INVALID_CALLBACK_HANDLE) {
+    at::removeCallback(o.shape_handle);
+  }
+  o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  // A thread that raised `busy` before seeing the flag finishes its event;
+  // one that raises it later sees the flag and backs out.
+  for (const auto& st : o.threads) {
+    while (st->busy.load(std::memory_order_seq_cst) != 0) {
+      std::this_thread::yield();
+    }
+  }
+  o.installed = false;
+}
+
+struct MergedOp {
+  OpStats stats;
+  std::unordered_map<std::string, uint64_t> shapes;
+};
+
+void merge_shapes(MergedOp& m, size_t max_shapes) {
+  std::vector<ShapeCount>& out = m.stats.shapes;
+  for (auto& [text, count] : m.shapes) out.push_back(ShapeCount{text, count});
+  std::sort(out.begin(), out.end(), [](const ShapeCount& a, const ShapeCount& b) {
+    return a.count != b.count ? a.count > b.count : a.shapes < b.shapes;
+  });
+  if (out.size() <= max_shapes) return;
+  // Fold the tail into "(other)", keeping the list within the bound.
+  const size_t keep = max_shapes == 0 ? 0 : max_shapes - 1;
+  uint64_t rest = 0;
+  for (size_t i = keep; i < out.size(); ++i) rest += out[i].count;
+  out.resize(keep);
+  if (max_shapes == 0) return;
+  auto it = std::find_if(out.begin(), out.end(),
+                         [](const ShapeCount& s) { return s.shapes == kOtherShapes; });
+  if (it != out.end()) {
+    it->count += rest;
+  } else {
+    out.push_back(ShapeCount{kOtherShapes, rest});
+  }
+  std::sort(out.begin(), out.end(), [](const ShapeCount& a, const ShapeCount& b) {
+    return a.count != b.count ? a.count > b.count : a.shapes < b.shapes;
+  });
+}
+
+}  // namespace
+
+bool start_op_observer(const OpObserverOptions& options, std::string* error) {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  auto fail = [&](std::string message) {
+    if (error != nullptr) *error = std::move(message);
+    return false;
+  };
+  if (o.installed) return fail("the operator observer is already running");
+  if (!(options.shape_sample_prob >= 0.0 && options.shape_sample_prob <= 1.0)) {
+    return fail("shape_sample_prob must be within [0, 1]");
+  }
+  o.options = options;
+  for (const auto& st : o.threads) {
+    reset_thread(*st, options.timeline_events_per_thread);
+  }
+  g_enabled.store(true, std::memory_order_seq_cst);
+  try {
+    o.main_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_start, &on_end)
+            .scopes({at::RecordScope::FUNCTION,
+                     at::RecordScope::BACKWARD_FUNCTION,
+                     at::RecordScope::USER_SCOPE,
+                     at::RecordScope::TORCHSCRIPT_FUNCTION}));
+    if (options.shape_sample_prob > 0.0 && options.max_shapes_per_op > 0) {
+      o.shape_handle = at::addGlobalCallback(
+          at::RecordFunctionCallback(&on_shapes, &on_shapes_end)
+              .needsInputs(true)
+              .samplingProb(options.shape_sample_prob)
+              .scopes({at::RecordScope::FUNCTION}));
+    }
+  } catch (const std::exception& e) {
+    g_enabled.store(false, std::memory_order_seq_cst);
+    if (o.main_handle != at::INVALID_CALLBACK_HANDLE) {
+      at::removeCallback(o.main_handle);
+    }
+    o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+    return fail(std::string("cannot install the RecordFunction observer: ") +
+                e.what());
+  }
+  o.installed = true;
+  return true;
+}
+
+void stop_op_observer() {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  stop_locked(o);
+}
+
+void collect_op_observer(Run& run) {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  stop_locked(o);  // collecting a running observer would race its callbacks
+
+  const StringInterner& interner = StringInterner::global();
+  std::unordered_map<uint64_t, size_t> index;  // name_id * kinds + kind
+  std::vector<MergedOp> merged;
+  size_t events = 0;
+  uint64_t dropped = 0;
+  uint64_t unfinished = 0;
+  for (const auto& st : o.threads) {
+    for (const OpAggregate& agg : st->aggs) {
+      if (agg.calls == 0 && agg.shapes.empty() && agg.other_shapes == 0) continue;
+      const uint64_t key =
+          uint64_t{agg.name_id} * kNumOpKinds + static_cast<uint64_t>(agg.kind);
+      auto [it, inserted] = index.emplace(key, merged.size());
+      if (inserted) {
+        merged.emplace_back();
+        merged.back().stats.name = std::string(interner.lookup(agg.name_id));
+        merged.back().stats.kind = agg.kind;
+      }
+      MergedOp& m = merged[it->second];
+      m.stats.calls += agg.calls;
+      m.stats.self_ns += agg.self_ns;
+      m.stats.total_ns += agg.total_ns;
+      if (agg.calls > 0) m.stats.thread_indices.push_back(st->thread_index);
+      for (const ShapeSlot& s : agg.shapes) m.shapes[s.text] += s.count;
+      if (agg.other_shapes > 0) m.shapes[kOtherShapes] += agg.other_shapes;
+    }
+    events += st->timeline.size();
+    dropped += st->timeline.dropped();
+    unfinished += st->abandoned + st->stack.size();
+  }
+
+  run.ops.reserve(run.ops.size() + merged.size());
+  for (MergedOp& m : merged) {
+    // An op seen only by the sampled shape callback (its end fell after
+    // stop) has no calls: its shapes alone would be noise.
+    if (m.stats.calls == 0) continue;
+    auto& threads = m.stats.thread_indices;
+    std::sort(threads.begin(), threads.end());
+    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+    merge_shapes(m, o.options.max_shapes_per_op);
+    run.ops.push_back(std::move(m.stats));
+  }
+  std::sort(run.ops.begin(), run.ops.end(), [](const OpStats& a, const OpStats& b) {
+    if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+    if (a.name != b.name) return a.name < b.name;
+    return a.kind < b.kind;
+  });
+
+  run.timeline.reserve(run.timeline.size() + events);
+  for (const auto& st : o.threads) {
+    st->timeline.for_each([&](const OpEvent& ev) { run.timeline.push_back(ev); });
+  }
+  std::sort(run.timeline.begin(), run.timeline.end(),
+            [](const OpEvent& a, const OpEvent& b) {
+              if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+              if (a.thread_index != b.thread_index) {
+                return a.thread_index < b.thread_index;
+              }
+              return a.depth < b.depth;
+            });
+  run.dropped_events += dropped;
+  if (unfinished > 0) {
+    run.notes.push_back(
+        "operator observer: " + std::to_string(unfinished) +
+        " events started but did not end on their thread before stop "
+        "(still open, or ended asynchronously); they are not counted");
+  }
+
+  // Start the next session clean; states stay registered (threads keep
+  // their pointers), with their memory released.
+  for (const auto& st : o.threads) {
+    reset_thread(*st, o.options.timeline_events_per_thread);
+    st->agg_index.shrink_to_fit();
+    st->aggs.shrink_to_fit();
+  }
+}
+
+}  // namespace torchneck

@@ -1,0 +1,109 @@
+// The merged, immutable picture of one profiled run: what every analysis and
+// report reads. Built by the collectors at stop time (or, later, by ingest
+// from a Kineto trace). Plain std types only: no Python, no ATen.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "torchneck/records.h"
+
+namespace torchneck {
+
+struct DataLoaderFacts {
+  int64_t num_workers = 0;
+  int64_t batch_size = -1;  // -1: None (batch_sampler or batch_size=None)
+  bool pin_memory = false;
+  bool persistent_workers = false;
+  int64_t prefetch_factor = -1;  // -1: None / not applicable (num_workers=0)
+  std::string dataset_type;      // class name of the dataset
+  std::string created_at;        // "file:line" in the user's script
+};
+
+struct EnvFacts {
+  std::string python;      // "3.11.2"
+  std::string torch;       // "1.13.0a0"
+  int64_t cpu_cores = 0;   // cores usable by the process (affinity)
+  int64_t torch_threads = 0;
+  bool cuda = false;
+  std::vector<DataLoaderFacts> dataloaders;
+};
+
+struct RunInfo {
+  std::string script;             // path, or "-m module"
+  std::vector<std::string> argv;  // the script's own sys.argv
+  int exit_code = 0;
+  double wall_s = 0;
+  std::string python_mode;        // "sample", "trace" or "off"
+};
+
+struct ThreadInfo {
+  uint64_t os_tid = 0;  // Linux thread id
+  std::string name;     // Python thread name when known
+};
+
+// A caller edge, as pstats keeps it: how often `caller` called this function
+// and the time spent in this function on those calls.
+struct CallerEdge {
+  uint32_t caller = 0;  // index into Run::python
+  uint64_t calls = 0;
+  uint64_t primitive_calls = 0;
+  int64_t self_ns = 0;
+  int64_t total_ns = 0;
+};
+
+// One Python function (or built-in C function) with cProfile's statistics
+// (trace mode) or sample counts (sample mode).
+struct PyFunctionStats {
+  std::string function;  // "forward", or "<built-in method builtins.len>"
+  std::string file;      // "~" for built-ins, as pstats writes them
+  int line = 0;
+  bool builtin = false;
+  uint64_t calls = 0;            // total calls (trace mode)
+  uint64_t primitive_calls = 0;  // calls that were not recursive
+  int64_t self_ns = 0;           // time in the function itself
+  int64_t total_ns = 0;          // including callees (outermost calls only)
+  uint64_t self_samples = 0;     // sample mode
+  uint64_t total_samples = 0;
+  std::vector<CallerEdge> callers;
+};
+
+// A sampled Python stack: frames from outermost to innermost, as indices into
+// Run::python, and how long the samples that saw it stood for.
+struct SampledStack {
+  uint32_t thread_index = 0;
+  std::vector<uint32_t> frames;
+  uint64_t samples = 0;
+  int64_t weight_ns = 0;
+};
+
+struct ShapeCount {
+  std::string shapes;  // "[[32, 3, 32, 32], [16, 3, 3, 3]] float,float"
+  uint64_t count = 0;
+};
+
+struct OpStats {
+  std::string name;
+  OpKind kind = OpKind::kOperator;
+  uint64_t calls = 0;
+  int64_t self_ns = 0;
+  int64_t total_ns = 0;
+  std::vector<ShapeCount> shapes;        // most frequent first, bounded
+  std::vector<uint32_t> thread_indices;  // threads that ran it
+};
+
+struct Run {
+  RunInfo run;
+  EnvFacts env;
+  std::vector<ThreadInfo> threads;
+  std::vector<PyFunctionStats> python;
+  std::vector<SampledStack> stacks;
+  uint64_t python_samples = 0;
+  std::vector<OpStats> ops;
+  std::vector<OpEvent> timeline;  // bounded window of op events
+  uint64_t dropped_events = 0;    // events not kept in the timeline window
+  std::vector<std::string> notes;  // what a collector could not do, and why
+};
+
+}  // namespace torchneck

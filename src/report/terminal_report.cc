@@ -1,0 +1,162 @@
+#include "report/terminal_report.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "core/clock.h"
+
+namespace torchneck {
+namespace {
+
+void appendf(std::string& out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  out += buf;
+}
+
+std::string short_path(const std::string& file, const std::string& cwd) {
+  if (!cwd.empty() && file.size() > cwd.size() + 1 && file.compare(0, cwd.size(), cwd) == 0 &&
+      file[cwd.size()] == '/')
+    return file.substr(cwd.size() + 1);
+  // Keep the last two components: "torch/nn/modules/module.py" → ".../modules/module.py".
+  const auto last = file.rfind('/');
+  if (last == std::string::npos || last == 0) return file;
+  const auto prev = file.rfind('/', last - 1);
+  if (prev == std::string::npos) return file;
+  return "..." + file.substr(prev);
+}
+
+std::string ellipsize(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  return s.substr(0, width - 3) + "...";
+}
+
+void section(std::string& out, const std::string& title) {
+  out += "\n";
+  out += title;
+  out += "\n";
+}
+
+void environment(std::string& out, const Run& run) {
+  const EnvFacts& e = run.env;
+  appendf(out, "Environment: Python %s, torch %s, %lld usable CPU cores, torch threads %lld, CUDA %s\n",
+          e.python.c_str(), e.torch.c_str(), static_cast<long long>(e.cpu_cores),
+          static_cast<long long>(e.torch_threads), e.cuda ? "available" : "not available");
+  if (e.dataloaders.empty()) out += "DataLoaders: none created\n";
+  for (size_t i = 0; i < e.dataloaders.size(); ++i) {
+    const DataLoaderFacts& d = e.dataloaders[i];
+    appendf(out, "DataLoader #%zu (%s, %s): num_workers=%lld batch_size=%s pin_memory=%s persistent_workers=%s prefetch_factor=%s\n",
+            i + 1, d.dataset_type.c_str(), d.created_at.c_str(), static_cast<long long>(d.num_workers),
+            d.batch_size < 0 ? "None" : std::to_string(d.batch_size).c_str(),
+            d.pin_memory ? "True" : "False", d.persistent_workers ? "True" : "False",
+            d.prefetch_factor < 0 ? "None" : std::to_string(d.prefetch_factor).c_str());
+  }
+}
+
+void python_traced(std::string& out, const Run& run, const Summary& s, const std::string& cwd) {
+  appendf(out, "Python functions, top %zu by self time (cProfile columns, all threads; %.1f ms of Python self time)\n",
+          s.top_python.size(), ns_to_ms(s.python_self_ns));
+  out += "     ncalls    tottime    percall    cumtime    percall  filename:lineno(function)\n";
+  for (size_t i : s.top_python) {
+    const PyFunctionStats& f = run.python[i];
+    std::string calls = std::to_string(f.calls);
+    if (f.primitive_calls != f.calls) calls += "/" + std::to_string(f.primitive_calls);
+    const double tt = ns_to_s(f.self_ns), ct = ns_to_s(f.total_ns);
+    appendf(out, "%11s %10.3f %10.6f %10.3f %10.6f  %s\n", calls.c_str(), tt,
+            f.calls ? tt / static_cast<double>(f.calls) : 0.0, ct,
+            f.primitive_calls ? ct / static_cast<double>(f.primitive_calls) : 0.0,
+            pstats_label(f, cwd).c_str());
+  }
+}
+
+void python_sampled(std::string& out, const Run& run, const Summary& s, const std::string& cwd) {
+  appendf(out, "Python functions, top %zu by self time (sampled: %llu samples over all threads)\n",
+          s.top_python.size(), static_cast<unsigned long long>(run.python_samples));
+  out += "    self ms   self %   total ms  total %  samples  filename:lineno(function)\n";
+  int64_t all = 0;
+  for (const auto& f : run.python) all += f.self_ns;
+  for (size_t i : s.top_python) {
+    const PyFunctionStats& f = run.python[i];
+    appendf(out, "%11.1f %7.1f%% %10.1f %7.1f%% %8llu  %s\n", ns_to_ms(f.self_ns),
+            100 * share(f.self_ns, all), ns_to_ms(f.total_ns), 100 * share(f.total_ns, all),
+            static_cast<unsigned long long>(f.self_samples), pstats_label(f, cwd).c_str());
+  }
+}
+
+void operators(std::string& out, const Run& run, const Summary& s) {
+  appendf(out, "Operators, top %zu by self CPU time (%llu calls, %.1f ms self time in all)\n",
+          s.top_ops.size(), static_cast<unsigned long long>(s.op_calls), ns_to_ms(s.op_self_ns));
+  out += "  name                                  calls    self ms   avg us  share   total ms  most frequent input shapes\n";
+  for (size_t i : s.top_ops) {
+    const OpStats& op = run.ops[i];
+    const std::string shapes = op.shapes.empty() ? "-" : op.shapes.front().shapes;
+    appendf(out, "  %-34s %8llu %10.2f %8.1f %5.1f%% %10.2f  %s\n", ellipsize(op.name, 34).c_str(),
+            static_cast<unsigned long long>(op.calls), ns_to_ms(op.self_ns),
+            op.calls ? ns_to_ms(op.self_ns) * 1000.0 / static_cast<double>(op.calls) : 0.0,
+            100 * share(op.self_ns, s.op_self_ns), ns_to_ms(op.total_ns),
+            ellipsize(shapes, 60).c_str());
+  }
+}
+
+void scoped_table(std::string& out, const Run& run, const std::vector<size_t>& rows) {
+  out += "  name                                                   calls   total ms    self ms\n";
+  for (size_t i : rows) {
+    const OpStats& op = run.ops[i];
+    appendf(out, "  %-52s %7llu %10.2f %10.2f\n", ellipsize(op.name, 52).c_str(),
+            static_cast<unsigned long long>(op.calls), ns_to_ms(op.total_ns), ns_to_ms(op.self_ns));
+  }
+}
+
+}  // namespace
+
+std::string pstats_label(const PyFunctionStats& f, const std::string& cwd) {
+  if (f.file == "~" && f.line == 0) {
+    const std::string& n = f.function;
+    if (n.size() >= 2 && n.front() == '<' && n.back() == '>') return "{" + n.substr(1, n.size() - 2) + "}";
+    return n;
+  }
+  return short_path(f.file, cwd) + ":" + std::to_string(f.line) + "(" + f.function + ")";
+}
+
+std::string terminal_report(const Run& run, const Summary& s, const TerminalReportOptions& o) {
+  std::string out;
+  out += "==================================== torchneck ====================================\n";
+  appendf(out, "Run: %s — exit status %d, %.2f s wall, Python profile: %s\n", run.run.script.c_str(),
+          run.run.exit_code, run.run.wall_s, run.run.python_mode.c_str());
+  environment(out, run);
+  if (run.run.python_mode != "off") {
+    section(out, "");
+    if (run.run.python_mode == "trace") python_traced(out, run, s, o.cwd);
+    else python_sampled(out, run, s, o.cwd);
+  }
+  section(out, "");
+  if (run.ops.empty()) out += "Operators: none recorded (the script ran no torch operator).\n";
+  else operators(out, run, s);
+  if (!s.top_backward.empty()) {
+    section(out, "Backward nodes (autograd), top by total time");
+    scoped_table(out, run, s.top_backward);
+  }
+  if (!s.top_scopes.empty()) {
+    section(out, "User scopes (DataLoader, optimizer, record_function), top by total time");
+    scoped_table(out, run, s.top_scopes);
+  }
+  if (run.dropped_events > 0 || !run.notes.empty()) section(out, "Notes");
+  if (run.dropped_events > 0)
+    appendf(out, "  %llu operator events beyond the timeline window were aggregated but not kept.\n",
+            static_cast<unsigned long long>(run.dropped_events));
+  for (const auto& n : run.notes) out += "  " + n + "\n";
+  if (!o.output_dir.empty()) {
+    section(out, "Files");
+    appendf(out, "  %s/profile.json   machine-readable profile (schema torchneck.profile/1)\n", o.output_dir.c_str());
+    if (run.run.python_mode == "trace")
+      appendf(out, "  %s/python.pstats  python3 -m pstats %s/python.pstats  (or snakeviz)\n",
+              o.output_dir.c_str(), o.output_dir.c_str());
+    appendf(out, "  %s/report.txt     this report\n", o.output_dir.c_str());
+  }
+  return out;
+}
+
+}  // namespace torchneck

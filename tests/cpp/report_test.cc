@@ -1,0 +1,159 @@
+// Summary ranking, JSON escaping and the pstats (marshal) encoding.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyze/summary.h"
+#include "report/json_writer.h"
+#include "report/profile_json.h"
+#include "report/pstats_writer.h"
+#include "report/terminal_report.h"
+
+namespace torchneck {
+namespace {
+
+OpStats op(const std::string& name, OpKind kind, uint64_t calls, int64_t self_ns, int64_t total_ns) {
+  OpStats o;
+  o.name = name;
+  o.kind = kind;
+  o.calls = calls;
+  o.self_ns = self_ns;
+  o.total_ns = total_ns;
+  return o;
+}
+
+torchneck::Run sample_run() {
+  torchneck::Run run;
+  run.run.script = "train.py";
+  run.run.python_mode = "trace";
+  run.ops.push_back(op("aten::addmm", OpKind::kOperator, 10, 6'000'000, 7'000'000));
+  run.ops.push_back(op("aten::relu", OpKind::kOperator, 10, 2'000'000, 2'000'000));
+  run.ops.push_back(op("AddmmBackward0", OpKind::kBackward, 10, 1'000'000, 9'000'000));
+  run.ops.push_back(op("Optimizer.step#SGD.step", OpKind::kUserScope, 5, 500'000, 3'000'000));
+  run.ops.push_back(op("aten::mm", OpKind::kOperator, 20, 2'000'000, 2'000'000));
+  PyFunctionStats f;
+  f.function = "step";
+  f.file = "/home/u/train.py";
+  f.line = 12;
+  f.calls = 3;
+  f.primitive_calls = 2;
+  f.self_ns = 1'500'000;
+  f.total_ns = 4'000'000;
+  run.python.push_back(f);
+  PyFunctionStats len;
+  len.function = "<built-in method builtins.len>";
+  len.file = "~";
+  len.builtin = true;
+  len.calls = len.primitive_calls = 7;
+  len.self_ns = len.total_ns = 700;
+  len.callers.push_back(CallerEdge{0, 7, 7, 700, 700});
+  run.python.push_back(len);
+  return run;
+}
+
+TEST(Summary, RanksOperatorsBySelfTimeWithinTheirKind) {
+  // GIVEN operators, a backward node and a user scope
+  const torchneck::Run run = sample_run();
+  // WHEN summarised
+  const Summary s = summarize(run, SummaryOptions{});
+  // THEN operators are ranked by self time, ties broken by name, and the
+  // other kinds are kept apart
+  ASSERT_EQ(s.top_ops.size(), 3u);
+  EXPECT_EQ(run.ops[s.top_ops[0]].name, "aten::addmm");
+  EXPECT_EQ(run.ops[s.top_ops[1]].name, "aten::mm");  // 2 ms tie: "mm" < "relu"
+  EXPECT_EQ(run.ops[s.top_ops[2]].name, "aten::relu");
+  EXPECT_EQ(s.op_self_ns, 10'000'000);
+  EXPECT_EQ(s.op_calls, 40u);
+  ASSERT_EQ(s.top_backward.size(), 1u);
+  EXPECT_EQ(run.ops[s.top_backward[0]].name, "AddmmBackward0");
+  ASSERT_EQ(s.top_scopes.size(), 1u);
+  EXPECT_DOUBLE_EQ(share(6, 10), 0.6);
+  EXPECT_DOUBLE_EQ(share(1, 0), 0.0);
+}
+
+TEST(Summary, TopNBoundsTheTables) {
+  const torchneck::Run run = sample_run();
+  SummaryOptions o;
+  o.top_ops = 1;
+  const Summary s = summarize(run, o);
+  EXPECT_EQ(s.top_ops.size(), 1u);
+}
+
+TEST(JsonWriter, EscapesEverythingThatCouldBreakJsonOrHtml) {
+  JsonWriter w;
+  w.begin_object().field("name", "<img src=x onerror=alert(1)>\"\\\n</script>\x01").end_object();
+  EXPECT_EQ(w.str(),
+            "{\"name\":\"\\u003cimg src=x onerror=alert(1)\\u003e\\\"\\\\\\n\\u003c/script\\u003e\\u0001\"}");
+}
+
+TEST(JsonWriter, InvalidUtf8BecomesReplacementCharacter) {
+  std::string out;
+  append_json_escaped(out, std::string("ok\xc3\xa9\xff", 5));
+  EXPECT_EQ(out, "ok\xc3\xa9\\ufffd");
+}
+
+TEST(JsonWriter, NestingAndCommas) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("a").begin_array().value(1).value(2.5).null().end_array();
+  w.field("b", true);
+  w.key("c").begin_object().end_object();
+  w.end_object();
+  EXPECT_EQ(w.str(), "{\"a\":[1,2.5,null],\"b\":true,\"c\":{}}");
+}
+
+TEST(ProfileJson, CarriesSchemaAndSampleModeHasNoCallCounts) {
+  torchneck::Run run = sample_run();
+  run.run.python_mode = "sample";
+  const std::string j = profile_json(run, summarize(run, SummaryOptions{}));
+  EXPECT_NE(j.find("\"schema\": \"torchneck.profile/1\""), std::string::npos);
+  EXPECT_NE(j.find("\"calls\": null"), std::string::npos);
+  EXPECT_NE(j.find("\"dropped_events\": 0"), std::string::npos);
+}
+
+TEST(PstatsWriter, EncodesCProfileDictInMarshalFormat) {
+  torchneck::Run run;
+  PyFunctionStats f;
+  f.function = "f";
+  f.file = "a.py";
+  f.line = 3;
+  f.calls = 5;
+  f.primitive_calls = 2;
+  f.self_ns = 500'000'000;  // 0.5 s
+  f.total_ns = 1'000'000'000;
+  run.python.push_back(f);
+  const std::string b = pstats_bytes(run);
+  // { ( 3 'u' 4 "a.py" 'i' 3 'u' 1 "f" ) ( 5 'i' 2 'i' 5 'g' 0.5 'g' 1.0 { 0 ) 0
+  std::string expected = "{";
+  expected += std::string("(\x03\0\0\0", 5);
+  expected += std::string("u\x04\0\0\0a.py", 9);
+  expected += std::string("i\x03\0\0\0", 5);
+  expected += std::string("u\x01\0\0\0f", 6);
+  expected += std::string("(\x05\0\0\0", 5);
+  expected += std::string("i\x02\0\0\0", 5);
+  expected += std::string("i\x05\0\0\0", 5);
+  const double half = 0.5, one = 1.0;
+  expected += 'g';
+  expected.append(reinterpret_cast<const char*>(&half), 8);
+  expected += 'g';
+  expected.append(reinterpret_cast<const char*>(&one), 8);
+  expected += "{0";
+  expected += "0";
+  EXPECT_EQ(b, expected);
+}
+
+TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
+  const torchneck::Run run = sample_run();
+  const std::string text = terminal_report(run, summarize(run, SummaryOptions{}), TerminalReportOptions{"out", "/home/u"});
+  EXPECT_NE(text.find("ncalls    tottime    percall    cumtime    percall"), std::string::npos);
+  EXPECT_NE(text.find("3/2"), std::string::npos);  // recursive: total/primitive
+  EXPECT_NE(text.find("train.py:12(step)"), std::string::npos);
+  EXPECT_NE(text.find("{built-in method builtins.len}"), std::string::npos);
+  EXPECT_NE(text.find("aten::addmm"), std::string::npos);
+  EXPECT_NE(text.find("60.0%"), std::string::npos);  // 6 of 10 ms operator self time
+  EXPECT_NE(text.find("AddmmBackward0"), std::string::npos);
+  EXPECT_NE(text.find("out/python.pstats"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torchneck
