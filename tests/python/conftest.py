@@ -1,0 +1,40 @@
+"""Shared helpers: run the built tool as a user would, as a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(ROOT, "tests", "python", "scripts")
+TOOL = os.path.join(ROOT, "torchneck")
+# The interpreter running the tests is the one with torch (the Makefile picks it).
+PYTHON = sys.executable
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def run_tool(args, cwd=None, timeout=300, **kw):
+    """./torchneck run ARGS...; returns the CompletedProcess."""
+    return subprocess.run([TOOL, "run", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def run_plain(args, cwd=None, timeout=300, **kw):
+    """The same script under plain Python: the oracle for exit status and output."""
+    return subprocess.run([PYTHON, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def load_profile(out_dir):
+    with open(os.path.join(out_dir, "profile.json")) as f:
+        return json.load(f)
+
+
+@pytest.fixture
+def out_dir(tmp_path):
+    return str(tmp_path / "out")

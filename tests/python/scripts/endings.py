@@ -1,0 +1,28 @@
+"""Ends in the way argv[1] says: ok, raise, exit3, exitstr, sigint.
+Does a little torch work first so the report has content."""
+
+import os
+import signal
+import sys
+import time
+
+import torch
+
+how = sys.argv[1] if len(sys.argv) > 1 else "ok"
+x = torch.ones(8, 8)
+for _ in range(5):
+    x = torch.mm(x, x) / 8
+print("before", how, flush=True)
+if how == "raise":
+    raise ValueError("planted failure")
+if how == "exit3":
+    sys.exit(3)
+if how == "exitstr":
+    sys.exit("stopping with a message")
+if how == "sigint":
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+if how == "wait":  # the test sends SIGINT from outside
+    print("ready", flush=True)
+    time.sleep(30)
+print("after", flush=True)

@@ -1,0 +1,2 @@
+def scale(x):
+    return 2 * x

@@ -1,0 +1,99 @@
+"""Exit status and report for each way a script can end: the status is what
+plain Python gives for the same script (the oracle), and the report is
+written every time."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import TOOL, load_profile, run_plain, run_tool, script
+
+
+@pytest.mark.parametrize("how", ["ok", "raise", "exit3", "exitstr", "sigint"])
+def test_exit_status_matches_plain_python_and_report_is_written(how, tmp_path):
+    plain = run_plain([script("endings.py"), how])
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, script("endings.py"), how])
+    assert r.returncode == plain.returncode, (how, r.stderr)
+    assert r.stdout == plain.stdout
+    prof = load_profile(out)
+    assert prof["run"]["argv"][1:] == [how]
+    assert any(op["name"] == "aten::mm" and op["calls"] == 5 for op in prof["ops"])
+    assert "Operators, top" in r.stderr
+    expected_code = plain.returncode if plain.returncode >= 0 else 128 - plain.returncode
+    assert prof["run"]["exit_code"] == expected_code
+
+
+def test_uncaught_exception_shows_the_scripts_traceback(tmp_path):
+    r = run_tool(["-o", str(tmp_path / "o"), script("endings.py"), "raise"])
+    assert r.returncode == 1
+    assert "Traceback (most recent call last)" in r.stderr
+    assert "ValueError: planted failure" in r.stderr
+    assert "endings.py" in r.stderr
+    # the launcher's own frames are not shown
+    assert "runner.py" not in r.stderr.split("ValueError")[0]
+    # the traceback comes before the report
+    assert r.stderr.index("ValueError: planted failure") < r.stderr.index("torchneck ====")
+
+
+def test_sys_exit_with_message_prints_it(tmp_path):
+    r = run_tool(["-o", str(tmp_path / "o"), script("endings.py"), "exitstr"])
+    assert r.returncode == 1
+    assert "stopping with a message" in r.stderr
+
+
+def test_sigint_from_outside_gives_pythons_status_and_a_report(tmp_path):
+    out = str(tmp_path / "out")
+    p = subprocess.Popen([TOOL, "run", "-o", out, script("endings.py"), "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = ""
+    deadline = time.monotonic() + 120
+    while "ready" not in line and time.monotonic() < deadline:
+        line = p.stdout.readline()
+    assert "ready" in line
+    p.send_signal(signal.SIGINT)
+    _out, err = p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGINT  # killed by SIGINT, as python is
+    assert "KeyboardInterrupt" in err
+    assert load_profile(out)["run"]["exit_code"] == 128 + signal.SIGINT
+
+
+@pytest.mark.parametrize("case", ["missing", "directory", "syntax", "nul", "bad_output", "no_module"])
+def test_bad_target_is_one_line_error_exit_2_before_the_script_starts(case, tmp_path):
+    marker = tmp_path / "started"
+    env = dict(os.environ, MARKER=str(marker))
+    out = str(tmp_path / "out")
+    if case == "missing":
+        args = ["-o", out, str(tmp_path / "nope.py")]
+    elif case == "directory":
+        args = ["-o", out, str(tmp_path)]
+    elif case == "syntax":
+        bad = tmp_path / "bad.py"
+        bad.write_text("import os\nopen(os.environ['MARKER'], 'w')\ndef f(:\n")
+        args = ["-o", out, str(bad)]
+    elif case == "nul":
+        bad = tmp_path / "nul.py"
+        bad.write_bytes(b"x = 1\0\n")
+        args = ["-o", out, str(bad)]
+    elif case == "bad_output":
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        args = ["-o", str(blocker / "sub"), script("marker.py")]
+    else:
+        args = ["-m", "no_such_module_xyz"]
+    r = run_tool(args, env=env, cwd=str(tmp_path))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("torchneck: "), r.stderr
+    assert not marker.exists()
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("args", [["--bogus", "x.py"], ["--python=fast", "x.py"], ["--top", "x"], []])
+def test_bad_options_are_one_line_errors(args):
+    r = run_tool(args)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1
