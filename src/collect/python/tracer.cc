@@ -70,20 +70,35 @@ struct TracerState {
 };
 
 TracerState* g_state = nullptr;  // accessed with the GIL held only
-uint64_t g_session = 0;          // bumped per start: stale thread_locals miss
-thread_local ThreadState* t_thread = nullptr;
-thread_local uint64_t t_session = 0;
 
-ThreadState* thread_state() {
-  if (t_session == g_session) return t_thread;
+// The hook's `obj` argument: each thread's hook is installed with its own
+// ThreadHandle, so the hook finds its thread's state without a thread_local
+// lookup (as _lsprof passes its profiler object).
+struct ThreadHandle {
+  PyObject_HEAD
+  ThreadState* ts;
+};
+PyTypeObject* g_handle_type = nullptr;  // created once, never freed
+
+// A handle owning a new ThreadState for the thread `os_tid` (first use of
+// the hook on a thread, or installation on an existing thread).
+PyObject* new_thread_handle(uint32_t thread_index) {
+  if (g_handle_type == nullptr) {
+    static PyType_Slot slots[] = {{0, nullptr}};
+    static PyType_Spec spec = {"torchneck._TracerThread", sizeof(ThreadHandle), 0,
+                               Py_TPFLAGS_DEFAULT, slots};
+    g_handle_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+    if (g_handle_type == nullptr) return nullptr;
+  }
+  auto* h = PyObject_New(ThreadHandle, g_handle_type);
+  if (h == nullptr) return nullptr;
   auto ts = std::make_unique<ThreadState>();
-  ts->thread_index = current_thread_index();
+  ts->thread_index = thread_index;
   ts->stack.reserve(256);
   ts->funcs.reserve(g_state->functions.size() + 64);
-  t_thread = ts.get();
-  t_session = g_session;
-  g_state->threads.push_back(std::move(ts));
-  return t_thread;
+  h->ts = ts.get();
+  g_state->threads.push_back(std::move(ts));  // state outlives the handle
+  return reinterpret_cast<PyObject*>(h);
 }
 
 uint32_t function_id(const void* key, PyObject* named_by, bool is_code) {
@@ -143,9 +158,9 @@ inline void leave(ThreadState* ts, int64_t now) {
   if (ctx.edge != kNoEdge) account(ts->edges[ctx.edge].c, tt, it);
 }
 
-int profile_hook(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
+int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg) {
   if (g_state == nullptr || !g_state->active) return 0;
-  ThreadState* ts = thread_state();
+  ThreadState* ts = reinterpret_cast<ThreadHandle*>(obj)->ts;
   switch (what) {
     case PyTrace_CALL: {
       PyCodeObject* code = PyFrame_GetCode(frame);
@@ -176,7 +191,12 @@ int profile_hook(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
 // threading.setprofile() target: the first event a new thread delivers
 // swaps the Python-level hook for our C hook on that thread.
 PyObject* thread_bootstrap(PyObject*, PyObject*) {
-  if (g_state != nullptr && g_state->active) PyEval_SetProfile(profile_hook, nullptr);
+  if (g_state != nullptr && g_state->active) {
+    PyObject* handle = new_thread_handle(current_thread_index());
+    if (handle == nullptr) return nullptr;
+    PyEval_SetProfile(profile_hook, handle);  // the hook now owns a reference
+    Py_DECREF(handle);
+  }
   Py_RETURN_NONE;
 }
 PyMethodDef g_bootstrap_def = {"_torchneck_thread_profile", thread_bootstrap, METH_VARARGS,
@@ -192,29 +212,39 @@ bool call_threading_setprofile(PyObject* hook) {
   return true;
 }
 
-void set_hook_all_threads(bool install) {
+// Sets the hook of another thread's state (GIL held). 3.11 exports
+// _PyEval_SetProfile for exactly this; later versions change the current
+// thread state briefly, as PyEval_SetProfileAllThreads does internally.
+void set_thread_hook(PyThreadState* t, Py_tracefunc hook, PyObject* obj) {
 #if PY_VERSION_HEX >= 0x030C0000
-  if (install) {
-    PyEval_SetProfileAllThreads(profile_hook, nullptr);
-    return;
-  }
+  PyThreadState* saved = PyThreadState_Swap(t);
+  PyEval_SetProfile(hook, obj);
+  PyThreadState_Swap(saved);
+#else
+  _PyEval_SetProfile(t, hook, obj);
 #endif
+}
+
+uint64_t native_id(PyThreadState* t) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return static_cast<uint64_t>(t->native_thread_id);
+#else
+  return 0;
+#endif
+}
+
+void set_hook_all_threads(bool install) {
   PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
   for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t != nullptr;
        t = PyThreadState_Next(t)) {
     if (install) {
-#if PY_VERSION_HEX < 0x030C0000
-      _PyEval_SetProfile(t, profile_hook, nullptr);
-#endif
+      PyObject* handle = new_thread_handle(thread_index_for(native_id(t)));
+      if (handle == nullptr) break;
+      set_thread_hook(t, profile_hook, handle);
+      Py_DECREF(handle);
     } else if (t->c_profilefunc == profile_hook) {
       // Only our own hook: a profiler the script installed since stays.
-#if PY_VERSION_HEX >= 0x030C0000
-      PyThreadState* saved = PyThreadState_Swap(t);
-      PyEval_SetProfile(nullptr, nullptr);
-      PyThreadState_Swap(saved);
-#else
-      _PyEval_SetProfile(t, nullptr, nullptr);
-#endif
+      set_thread_hook(t, nullptr, nullptr);
     }
   }
   if (PyErr_Occurred()) PyErr_Clear();
@@ -236,7 +266,6 @@ bool start_tracer(const TracerOptions& options, std::string* error) {
   }
   delete g_state;
   g_state = new TracerState();
-  ++g_session;
   g_state->options = options;
   g_state->thread_hook = PyCFunction_New(&g_bootstrap_def, nullptr);
   if (g_state->thread_hook == nullptr || !call_threading_setprofile(g_state->thread_hook)) {
