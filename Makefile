@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python clean
+.PHONY: all deps build demo test test-cpp test-python compat clean
 
 all: build
 
@@ -22,13 +22,17 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	./torchneck run $(DEMO)
 
-test: build test-cpp test-python
+test: build test-cpp test-python compat
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure
 
 test-python:
 	$$(cat $(BUILD)/python-path) -m pytest -q tests/python
+
+# Syntax check against torch 2.x and Python 3.13 headers (fetched from Debian trixie).
+compat:
+	scripts/check-compat.sh
 
 clean:
 	rm -rf $(BUILD) python/torchneck/_torchneck*.so torchneck-out
