@@ -4,6 +4,14 @@
 // handler, so the profiled program's behaviour (signals, sys.setprofile,
 // threading.settrace) is untouched.
 //
+// Known bias: a sample is taken when the sampler gets the GIL. Behind a thread
+// that runs Python for longer than the switch interval (5 ms) that is a forced
+// switch at an arbitrary point, a fair sample. But Python bursts shorter than
+// that, each ending in a call that releases the GIL (a torch op, I/O), are
+// seen at the releasing call: their time lands on the caller of that call.
+// (Py_AddPendingCall from this thread cannot help: on 3.11 it does not wake
+// the main thread's eval loop until its next GIL switch.)
+//
 // Synchronisation: every piece of sampler state is written by the sampler
 // thread only while it holds the GIL, and read by collect_sampler() with the
 // GIL held, so the GIL is the lock. The only cross-thread flag read without
@@ -35,8 +43,9 @@ namespace {
 
 // Memory bounds for long runs. Per-function statistics are exact whatever
 // happens; only folded stacks are bounded.
-constexpr size_t kMaxStacks = 200000;     // distinct (thread, stack) keys
-constexpr size_t kMaxStackDepth = 256;    // innermost frames kept per stack
+constexpr size_t kMaxStacks = 200000;          // distinct (thread, stack) keys
+constexpr size_t kMaxStackDepth = 256;         // innermost frames kept per stack
+constexpr size_t kMaxStoredFrames = 8u << 20;  // all keys together: ~32 MiB
 
 struct FunctionEntry {
   PyCodeObject* code = nullptr;  // strong reference: the address stays unique
@@ -75,6 +84,7 @@ struct SamplerState {
   std::unordered_map<uint64_t, uint32_t> thread_index_of_tid;  // avoids the registry lock
   uint64_t ticks = 0;         // sampling passes (one per wake-up)
   uint64_t stamp = 0;         // one per (pass, thread) observation
+  size_t stored_frames = 0;   // sum of frames over all stack keys
   uint64_t dropped_stack_samples = 0;
   uint64_t truncated_stack_samples = 0;
   StackKey scratch;           // reused: a lookup allocates only for a new stack
@@ -85,7 +95,6 @@ struct Control {
   std::atomic<bool> stop{false};
   std::thread thread;
   pid_t owner_pid = 0;         // a forked child has no sampler thread
-  PyInterpreterState* interp = nullptr;
   bool atexit_registered = false;
 };
 
@@ -164,11 +173,12 @@ void sample_thread(SamplerState& s, PyThreadState* ts, int64_t weight_ns) {
   s.scratch.thread_index = thread_index_of(s, static_cast<uint64_t>(ts->native_thread_id));
   auto it = s.stacks.find(s.scratch);
   if (it == s.stacks.end()) {
-    if (s.stacks.size() >= kMaxStacks) {
+    if (s.stacks.size() >= kMaxStacks || s.stored_frames + frames.size() > kMaxStoredFrames) {
       ++s.dropped_stack_samples;
       return;
     }
     it = s.stacks.emplace(s.scratch, StackValue{}).first;
+    s.stored_frames += frames.size();
   }
   ++it->second.samples;
   it->second.weight_ns += weight_ns;
@@ -308,19 +318,24 @@ bool start_sampler(const SamplerOptions& options, std::string* error) {
     if (error) *error = "python sampler: already running";
     return false;
   }
+#ifdef Py_GIL_DISABLED
+  // Free-threaded builds: holding "the GIL" no longer stops the threads whose
+  // frames we would read.
+  if (error) *error = "python sampler: not supported on free-threaded Python";
+  return false;
+#endif
   if (!(options.hz > 0 && options.hz <= 10000)) {
     if (error) *error = "python sampler: rate must be in (0, 10000] Hz";
     return false;
   }
   if (!register_atexit(error)) return false;
-  c.interp = PyInterpreterState_Get();
   c.owner_pid = getpid();
   c.stop.store(false, std::memory_order_release);
   const auto period_ns = static_cast<int64_t>(std::llround(1e9 / options.hz));
   try {
     // The new thread blocks in PyGILState_Ensure until our caller lets go of
     // the GIL; nothing is sampled before that.
-    c.thread = std::thread(sampler_main, c.interp, period_ns, now_ns());
+    c.thread = std::thread(sampler_main, PyInterpreterState_Get(), period_ns, now_ns());
   } catch (const std::system_error& e) {
     if (error) *error = std::string("python sampler: cannot start thread: ") + e.what();
     return false;
@@ -388,9 +403,10 @@ void collect_sampler(Run& run) {
 
   if (s.dropped_stack_samples > 0) {
     run.notes.push_back("python sampler: " + std::to_string(s.dropped_stack_samples) +
-                        " thread samples not kept as folded stacks (more than " +
-                        std::to_string(kMaxStacks) +
-                        " distinct stacks); per-function times include them");
+                        " thread samples not kept as folded stacks (limit of " +
+                        std::to_string(kMaxStacks) + " distinct stacks or " +
+                        std::to_string(kMaxStoredFrames) +
+                        " frames reached); per-function times include them");
   }
   if (s.truncated_stack_samples > 0) {
     run.notes.push_back("python sampler: " + std::to_string(s.truncated_stack_samples) +
