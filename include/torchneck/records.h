@@ -29,7 +29,10 @@ struct OpEvent {
   int64_t start_ns;      // monotonic clock, see core/clock.h
   int64_t end_ns;
   int64_t seq_nr;        // -1 when the op has no autograd sequence number
-  uint64_t forward_tid;  // RecordFunction::forwardThreadId(), 0 if none
+  // Backward events: RecordFunction::forwardThreadId(), the thread that ran
+  // the forward op. Other events: their own RecordFunction::threadId(), so
+  // (forward_tid, seq_nr) of a backward node finds its forward op.
+  uint64_t forward_tid;
   uint32_t name_id;      // StringInterner id
   uint32_t thread_index; // index into Run::threads
   OpKind kind;
@@ -38,5 +41,16 @@ struct OpEvent {
   uint32_t reserved2;
 };
 static_assert(sizeof(OpEvent) == 48, "OpEvent is part of the record schema");
+
+// An nn.Module call entered or left (from global forward pre/post hooks:
+// nn.Module calls produce no RecordFunction event, DESIGN.md §4).
+struct ModuleEvent {
+  int64_t t_ns;
+  uint32_t module;        // index into Run::modules
+  uint32_t thread_index;  // index into Run::threads
+  uint8_t is_exit;        // 0: forward entered, 1: forward returned
+  uint8_t reserved[7];
+};
+static_assert(sizeof(ModuleEvent) == 24, "ModuleEvent is part of the record schema");
 
 }  // namespace torchneck

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "analyze/summary.h"
+#include "model/op_merge.h"
 #include "report/json_writer.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
@@ -153,6 +154,56 @@ TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
   EXPECT_NE(text.find("60.0%"), std::string::npos);  // 6 of 10 ms operator self time
   EXPECT_NE(text.find("AddmmBackward0"), std::string::npos);
   EXPECT_NE(text.find("out/python.pstats"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torchneck
+
+namespace torchneck {
+namespace {
+
+TEST(OpMerger, SumsThreadsPerNameAndKindAndKeepsKindsApart) {
+  // GIVEN two threads' aggregates for the same op, and a backward node that
+  // shares a name with nothing
+  OpMerger m;
+  m.add("aten::mm", OpKind::kOperator, 0, 10, 100, 150);
+  m.add("aten::mm", OpKind::kOperator, 3, 5, 50, 60);
+  m.add("aten::mm", OpKind::kUserScope, 0, 1, 7, 7);  // same text, other kind
+  m.add("MmBackward0", OpKind::kBackward, 2, 4, 30, 300);
+  m.add_shapes("only_shapes", OpKind::kOperator, "[[1]]", 3);  // no completed call
+  // WHEN merged
+  std::vector<OpStats> out;
+  m.finish(out, 8);
+  // THEN one entry per (name, kind), sorted by self time
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].name, "aten::mm");
+  EXPECT_EQ(out[0].kind, OpKind::kOperator);
+  EXPECT_EQ(out[0].calls, 15u);
+  EXPECT_EQ(out[0].self_ns, 150);
+  EXPECT_EQ(out[0].total_ns, 210);
+  EXPECT_EQ(out[0].thread_indices, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(out[1].name, "MmBackward0");
+  EXPECT_EQ(out[2].kind, OpKind::kUserScope);
+}
+
+TEST(OpMerger, ShapesMostFrequentFirstWithTheTailFoldedIntoOther) {
+  OpMerger m;
+  m.add("aten::add", OpKind::kOperator, 0, 100, 1, 1);
+  m.add_shapes("aten::add", OpKind::kOperator, "[[4]]", 10);
+  m.add_shapes("aten::add", OpKind::kOperator, "[[8]]", 30);
+  m.add_shapes("aten::add", OpKind::kOperator, "[[2]]", 5);
+  m.add_shapes("aten::add", OpKind::kOperator, "[[1]]", 2);
+  m.add_shapes("aten::add", OpKind::kOperator, "[[8]]", 1);  // another thread's count
+  std::vector<OpStats> out;
+  m.finish(out, 3);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& s = out[0].shapes;
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].shapes, "[[8]]");
+  EXPECT_EQ(s[0].count, 31u);
+  EXPECT_EQ(s[1].shapes, "[[4]]");
+  EXPECT_EQ(s[2].shapes, kOtherShapes);  // 5 + 2 folded
+  EXPECT_EQ(s[2].count, 7u);
 }
 
 }  // namespace

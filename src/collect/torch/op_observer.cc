@@ -48,7 +48,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -56,18 +55,18 @@
 #include "core/event_buffer.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "model/op_merge.h"
 
 namespace torchneck {
 namespace {
 
-constexpr size_t kStackReserve = 256;       // nesting depth without allocation
+constexpr size_t kStackReserve = 128;       // nesting depth without allocation
+constexpr size_t kAggSlots = 64;            // initial (name, kind) table size
 constexpr size_t kMaxSignatureInputs = 16;  // inputs described per signature
 constexpr size_t kMaxSignatureChars = 320;  // longer signatures end in "..."
 constexpr size_t kMaxListElements = 4;      // tensors shown per tensor list
 // Signatures beyond max_shapes_per_op distinct ones (per op and thread) are
-// counted under this name instead of being kept; it competes in the ranking
-// like any other signature.
-constexpr char kOtherShapes[] = "(other)";
+// counted under kOtherShapes (model/op_merge.h) instead of being kept.
 
 // One open RecordFunction on this thread.
 struct Frame {
@@ -97,9 +96,18 @@ struct OpAggregate {
   uint64_t other_shapes = 0;
 };
 
+struct AggSlot {
+  uint64_t key = 0;  // agg_key(); 0 = empty
+  uint32_t index = 0;
+};
+
+inline uint64_t agg_key(uint32_t name_id, OpKind kind) {
+  return ((uint64_t{name_id} << 8) | static_cast<uint8_t>(kind)) + 1;
+}
+
 struct ThreadState {
   ThreadState(uint32_t index, size_t timeline_capacity)
-      : thread_index(index), timeline(timeline_capacity) {
+      : thread_index(index), agg_slots(kAggSlots), timeline(timeline_capacity) {
     stack.reserve(kStackReserve);
     shape_text.reserve(kMaxSignatureChars + 64);
     dtype_text.reserve(128);
@@ -110,9 +118,10 @@ struct ThreadState {
   const uint32_t thread_index;
   InternCache names;
   std::vector<Frame> stack;
-  // (name_id * kNumOpKinds + kind) -> 1 + index into aggs; 0 = none yet.
-  // Indexed directly by the interned id: O(1), grows only on a new name.
-  std::vector<uint32_t> agg_index;
+  // (name_id, kind) -> index into aggs: open addressing, sized by the ops
+  // this thread has seen (not by the global id range, which the Python
+  // collectors grow), rebuilt from aggs when half full.
+  std::vector<AggSlot> agg_slots;
   std::vector<OpAggregate> aggs;
   EventBuffer<OpEvent> timeline;
   uint64_t abandoned = 0;  // frames whose end never came on this thread
@@ -184,20 +193,42 @@ inline uint64_t frame_key(const at::RecordFunction& fn) {
   return handle != 0 ? handle : reinterpret_cast<uintptr_t>(&fn);
 }
 
+inline size_t agg_slot_start(uint64_t key, size_t mask) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+}
+
+void rebuild_agg_slots(ThreadState* st, size_t size) {
+  st->agg_slots.assign(size, AggSlot{});
+  const size_t mask = size - 1;
+  for (size_t a = 0; a < st->aggs.size(); ++a) {
+    const uint64_t key = agg_key(st->aggs[a].name_id, st->aggs[a].kind);
+    size_t i = agg_slot_start(key, mask);
+    while (st->agg_slots[i].key != 0) i = (i + 1) & mask;
+    st->agg_slots[i] = AggSlot{key, static_cast<uint32_t>(a)};
+  }
+}
+
+// The thread's aggregate for (name, kind); allocates only for a new pair.
 inline uint32_t aggregate_for(ThreadState* st, uint32_t name_id, OpKind kind) {
-  const size_t key = size_t{name_id} * kNumOpKinds + static_cast<size_t>(kind);
-  if (key >= st->agg_index.size()) {
-    st->agg_index.resize(std::max(key + 1, st->agg_index.size() * 2), 0);
+  const uint64_t key = agg_key(name_id, kind);
+  const size_t mask = st->agg_slots.size() - 1;
+  size_t i = agg_slot_start(key, mask);
+  for (;; i = (i + 1) & mask) {
+    const AggSlot& slot = st->agg_slots[i];
+    if (slot.key == key) return slot.index;
+    if (slot.key == 0) break;
   }
-  uint32_t& slot = st->agg_index[key];
-  if (slot == 0) {
-    OpAggregate agg;
-    agg.name_id = name_id;
-    agg.kind = kind;
-    st->aggs.push_back(std::move(agg));
-    slot = static_cast<uint32_t>(st->aggs.size());
+  const auto index = static_cast<uint32_t>(st->aggs.size());
+  OpAggregate agg;
+  agg.name_id = name_id;
+  agg.kind = kind;
+  st->aggs.push_back(std::move(agg));
+  if (st->aggs.size() * 2 > st->agg_slots.size()) {
+    rebuild_agg_slots(st, st->agg_slots.size() * 2);  // inserts the new one too
+  } else {
+    st->agg_slots[i] = AggSlot{key, index};
   }
-  return slot - 1;
+  return index;
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -401,8 +432,8 @@ void on_shapes_end(const at::RecordFunction&, at::ObserverContext*) {}
 
 void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.stack.clear();
-  st.agg_index.clear();
   st.aggs.clear();
+  st.agg_slots.assign(kAggSlots, AggSlot{});
   st.timeline = EventBuffer<OpEvent>(timeline_capacity);
   st.abandoned = 0;
 }
@@ -424,36 +455,6 @@ void stop_locked(Observer& o) {
     }
   }
   o.installed = false;
-}
-
-struct MergedOp {
-  OpStats stats;
-  std::unordered_map<std::string, uint64_t> shapes;
-};
-
-void merge_shapes(MergedOp& m, size_t max_shapes) {
-  std::vector<ShapeCount>& out = m.stats.shapes;
-  for (auto& [text, count] : m.shapes) out.push_back(ShapeCount{text, count});
-  std::sort(out.begin(), out.end(), [](const ShapeCount& a, const ShapeCount& b) {
-    return a.count != b.count ? a.count > b.count : a.shapes < b.shapes;
-  });
-  if (out.size() <= max_shapes) return;
-  // Fold the tail into "(other)", keeping the list within the bound.
-  const size_t keep = max_shapes == 0 ? 0 : max_shapes - 1;
-  uint64_t rest = 0;
-  for (size_t i = keep; i < out.size(); ++i) rest += out[i].count;
-  out.resize(keep);
-  if (max_shapes == 0) return;
-  auto it = std::find_if(out.begin(), out.end(),
-                         [](const ShapeCount& s) { return s.shapes == kOtherShapes; });
-  if (it != out.end()) {
-    it->count += rest;
-  } else {
-    out.push_back(ShapeCount{kOtherShapes, rest});
-  }
-  std::sort(out.begin(), out.end(), [](const ShapeCount& a, const ShapeCount& b) {
-    return a.count != b.count ? a.count > b.count : a.shapes < b.shapes;
-  });
 }
 
 }  // namespace
@@ -513,51 +514,23 @@ void collect_op_observer(Run& run) {
   stop_locked(o);  // collecting a running observer would race its callbacks
 
   const StringInterner& interner = StringInterner::global();
-  std::unordered_map<uint64_t, size_t> index;  // name_id * kinds + kind
-  std::vector<MergedOp> merged;
+  OpMerger merger;
   size_t events = 0;
   uint64_t dropped = 0;
   uint64_t unfinished = 0;
   for (const auto& st : o.threads) {
     for (const OpAggregate& agg : st->aggs) {
       if (agg.calls == 0 && agg.shapes.empty() && agg.other_shapes == 0) continue;
-      const uint64_t key =
-          uint64_t{agg.name_id} * kNumOpKinds + static_cast<uint64_t>(agg.kind);
-      auto [it, inserted] = index.emplace(key, merged.size());
-      if (inserted) {
-        merged.emplace_back();
-        merged.back().stats.name = std::string(interner.lookup(agg.name_id));
-        merged.back().stats.kind = agg.kind;
-      }
-      MergedOp& m = merged[it->second];
-      m.stats.calls += agg.calls;
-      m.stats.self_ns += agg.self_ns;
-      m.stats.total_ns += agg.total_ns;
-      if (agg.calls > 0) m.stats.thread_indices.push_back(st->thread_index);
-      for (const ShapeSlot& s : agg.shapes) m.shapes[s.text] += s.count;
-      if (agg.other_shapes > 0) m.shapes[kOtherShapes] += agg.other_shapes;
+      const std::string_view name = interner.lookup(agg.name_id);
+      merger.add(name, agg.kind, st->thread_index, agg.calls, agg.self_ns, agg.total_ns);
+      for (const ShapeSlot& s : agg.shapes) merger.add_shapes(name, agg.kind, s.text, s.count);
+      if (agg.other_shapes > 0) merger.add_shapes(name, agg.kind, kOtherShapes, agg.other_shapes);
     }
     events += st->timeline.size();
     dropped += st->timeline.dropped();
     unfinished += st->abandoned + st->stack.size();
   }
-
-  run.ops.reserve(run.ops.size() + merged.size());
-  for (MergedOp& m : merged) {
-    // An op seen only by the sampled shape callback (its end fell after
-    // stop) has no calls: its shapes alone would be noise.
-    if (m.stats.calls == 0) continue;
-    auto& threads = m.stats.thread_indices;
-    std::sort(threads.begin(), threads.end());
-    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
-    merge_shapes(m, o.options.max_shapes_per_op);
-    run.ops.push_back(std::move(m.stats));
-  }
-  std::sort(run.ops.begin(), run.ops.end(), [](const OpStats& a, const OpStats& b) {
-    if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
-    if (a.name != b.name) return a.name < b.name;
-    return a.kind < b.kind;
-  });
+  merger.finish(run.ops, o.options.max_shapes_per_op);
 
   run.timeline.reserve(run.timeline.size() + events);
   for (const auto& st : o.threads) {
@@ -583,7 +556,7 @@ void collect_op_observer(Run& run) {
   // their pointers), with their memory released.
   for (const auto& st : o.threads) {
     reset_thread(*st, o.options.timeline_events_per_thread);
-    st->agg_index.shrink_to_fit();
+    st->agg_slots.shrink_to_fit();
     st->aggs.shrink_to_fit();
   }
 }

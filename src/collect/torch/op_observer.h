@@ -21,14 +21,31 @@ struct OpObserverOptions {
 };
 
 // Installs the observer. Returns false and sets *error when it cannot.
+// Data left from an earlier session that was never collected is discarded.
 bool start_op_observer(const OpObserverOptions& options, std::string* error);
 
-// Removes the observer; events already in flight finish into their buffers.
+// Removes the observer and waits until no thread is inside one of its
+// callbacks. Events that completed before stop are in their buffers; an event
+// still open at stop is not recorded (collect counts such events in a note).
 void stop_op_observer();
 
 // After stop: merges every thread's aggregates into run.ops (one entry per
 // name and kind), appends the timeline window to run.timeline (sorted by
 // start), and adds the events that did not fit to run.dropped_events.
+// Stops the observer first if it is still running, and clears every thread's
+// data afterwards, so the next session starts clean.
+//
+// What the records mean:
+// - OpStats::shapes counts *sampled* events (about shape_sample_prob of the
+//   FUNCTION-scope calls), not calls. A signature is "[shape, ...] dtype,..."
+//   e.g. "[[8, 3, 16, 16], [8, 3, 3, 3], [8], int[2], bool] float,float,float":
+//   tensors by shape, tensor lists nested, other inputs by type only. Distinct
+//   signatures past max_shapes_per_op (per op and thread, and again after the
+//   merge) are counted under "(other)".
+// - OpEvent::forward_tid is in RecordFunction's logical thread-id space: for
+//   a backward node, the thread that ran its forward op (forwardThreadId());
+//   for every other event, its own thread (threadId()). A backward node
+//   matches the latest-starting forward op with the same (forward_tid, seq_nr).
 void collect_op_observer(Run& run);
 
 }  // namespace torchneck
