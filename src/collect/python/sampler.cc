@@ -4,7 +4,8 @@
 // handler, so the profiled program's behaviour (signals, sys.setprofile,
 // threading.settrace) is untouched.
 //
-// Known bias: a sample is taken when the sampler gets the GIL. Behind a thread
+// Known bias (fixed on CPython < 3.13, see kGilRequestUs): a sample is taken
+// when the sampler gets the GIL. Behind a thread
 // that runs Python for longer than the switch interval (5 ms) that is a forced
 // switch at an arbitrary point, a fair sample. But Python bursts shorter than
 // that, each ending in a call that releases the GIL (a torch op, I/O), are
@@ -43,6 +44,9 @@ namespace {
 
 // Memory bounds for long runs. Per-function statistics are exact whatever
 // happens; only folded stacks are bounded.
+// How long the sampler waits for a busy thread to hand over the GIL before
+// CPython asks it to (the switch interval, during that wait only).
+constexpr unsigned long kGilRequestUs = 100;
 constexpr size_t kMaxStacks = 200000;          // distinct (thread, stack) keys
 constexpr size_t kMaxStackDepth = 256;         // innermost frames kept per stack
 constexpr size_t kMaxStoredFrames = 8u << 20;  // all keys together: ~32 MiB
@@ -228,7 +232,21 @@ void sampler_main(PyInterpreterState* interp, int64_t period_ns, int64_t started
   for (;;) {
     sleep_until(deadline);
     if (must_stop()) break;
+#if PY_VERSION_HEX < 0x030D0000
+    // Ask for the GIL after kGilRequestUs, not the switch interval (5 ms):
+    // the busy thread is then stopped at an arbitrary bytecode, instead of at
+    // its next GIL-releasing call (a torch op), which is where every sample
+    // of a Python burst shorter than 5 ms would otherwise land. Restored as
+    // soon as we hold the GIL, so other threads' switching is unchanged.
+    const unsigned long switch_interval = _PyEval_GetSwitchInterval();
+    _PyEval_SetSwitchInterval(std::min<unsigned long>(switch_interval, kGilRequestUs));
     PyGILState_STATE gil = PyGILState_Ensure();
+    _PyEval_SetSwitchInterval(switch_interval);
+#else
+    // 3.13 no longer exports the switch-interval setter: the bias above
+    // applies there (see the top of this file).
+    PyGILState_STATE gil = PyGILState_Ensure();
+#endif
     // While we hold the GIL the interpreter cannot start finalising, and a
     // stop requested while we waited for the GIL is honoured here.
     if (must_stop()) {
