@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/clock.h"
+#include "model/op_merge.h"
 
 namespace torchneck {
 namespace {
@@ -36,8 +37,7 @@ std::string ellipsize(const std::string& s, size_t width) {
 
 void section(std::string& out, const std::string& title) {
   out += "\n";
-  out += title;
-  out += "\n";
+  if (!title.empty()) out += title + "\n";
 }
 
 void environment(std::string& out, const Run& run) {
@@ -92,7 +92,13 @@ void operators(std::string& out, const Run& run, const Summary& s) {
   out += "  name                                  calls    self ms   avg us  share   total ms  most frequent input shapes\n";
   for (size_t i : s.top_ops) {
     const OpStats& op = run.ops[i];
-    const std::string shapes = op.shapes.empty() ? "-" : op.shapes.front().shapes;
+    // The most frequent named signature; "(other)" only when nothing else was kept.
+    std::string shapes = op.shapes.empty() ? "-" : op.shapes.front().shapes;
+    for (const auto& sc : op.shapes)
+      if (sc.shapes != kOtherShapes) {
+        shapes = sc.shapes;
+        break;
+      }
     appendf(out, "  %-34s %8llu %10.2f %8.1f %5.1f%% %10.2f  %s\n", ellipsize(op.name, 34).c_str(),
             static_cast<unsigned long long>(op.calls), ns_to_ms(op.self_ns),
             op.calls ? ns_to_ms(op.self_ns) * 1000.0 / static_cast<double>(op.calls) : 0.0,
