@@ -35,8 +35,10 @@ class EnvCollector:
     def __init__(self):
         self.dataloaders = []
         self.notes = []
+        self.optimizers = []
         self._seen = set()
         self._original_init = None
+        self._original_opt_init = None
 
     def install(self):
         try:
@@ -57,12 +59,41 @@ class EnvCollector:
         DataLoader.__init__ = __init__
         self._original_init = original
 
+        # Optimizers: how many step per iteration (a GAN has two) and their settings.
+        from torch.optim import Optimizer
+
+        original_opt = Optimizer.__init__
+
+        @functools.wraps(original_opt)
+        def opt_init(self, *args, **kwargs):
+            original_opt(self, *args, **kwargs)
+            if id(self) not in collector._seen:
+                collector._seen.add(id(self))
+                collector._record_optimizer(self)
+
+        Optimizer.__init__ = opt_init
+        self._original_opt_init = original_opt
+
     def uninstall(self):
         if self._original_init is not None:
             from torch.utils.data import DataLoader
 
             DataLoader.__init__ = self._original_init
             self._original_init = None
+        if self._original_opt_init is not None:
+            from torch.optim import Optimizer
+
+            Optimizer.__init__ = self._original_opt_init
+            self._original_opt_init = None
+
+    def _record_optimizer(self, opt):
+        groups = getattr(opt, "param_groups", [])
+        foreach = bool(getattr(opt, "defaults", {}).get("foreach")) or any(g.get("foreach") for g in groups)
+        self.optimizers.append({
+            "type": type(opt).__name__,
+            "param_tensors": sum(len(g.get("params", [])) for g in groups),
+            "foreach": foreach,
+        })
 
     def _record(self, loader):
         workers = int(getattr(loader, "num_workers", 0) or 0)
@@ -92,6 +123,7 @@ class EnvCollector:
             "torch_threads": int(torch.get_num_threads()),
             "cuda": cuda,
             "dataloaders": self.dataloaders,
+            "optimizers": self.optimizers,
         }
 
 

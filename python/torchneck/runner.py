@@ -6,6 +6,7 @@ import builtins
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 import types
@@ -124,6 +125,7 @@ def run(options):
     saved_argv, saved_path = sys.argv, list(sys.path)
     saved_main = sys.modules.get("__main__")
     t0 = time.perf_counter()
+    cpu0 = time.thread_time()
     session.start()
     try:
         target.run()
@@ -141,6 +143,7 @@ def run(options):
     finally:
         session.stop()
         wall = time.perf_counter() - t0
+        main_cpu = time.thread_time() - cpu0
         facts.uninstall()
     script_argv = sys.argv
     sys.argv, sys.path[:] = saved_argv, saved_path
@@ -152,8 +155,10 @@ def run(options):
         "argv": [str(a) for a in script_argv],
         "exit_code": exit_code,
         "wall_s": wall,
+        "main_thread_cpu_s": main_cpu,
         "top": options.top,
         "thread_names": envfacts.thread_names(),
+        "main_tid": threading.main_thread().native_id,
         "notes": facts.notes,
     }
     output.report(session, run_info, facts.snapshot(), out_dir)

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "collect/python/module_scopes.h"
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
 #include "collect/torch/op_observer.h"
@@ -26,6 +27,7 @@ struct SessionOptions {
   std::string python_mode = "sample";  // "sample", "trace" or "off"
   double sample_hz = 200.0;
   bool ops = true;
+  bool modules = true;  // nn.Module scopes for layers and the forward phase
   size_t timeline_events_per_thread = size_t{1} << 19;
   double shape_sample_prob = 0.05;
 };
@@ -48,6 +50,10 @@ class Session {
       oo.shape_sample_prob = o_.shape_sample_prob;
       if (!start_op_observer(oo, &error)) throw std::runtime_error(error);
     }
+    if (o_.modules && !start_module_scopes(ModuleScopeOptions{}, &error)) {
+      notes_.push_back(error);  // layers missing, the rest of the profile stands
+      o_.modules = false;
+    }
     if (o_.python_mode == "trace") {
       if (!start_tracer(TracerOptions{}, &error)) throw std::runtime_error(error);
     } else if (o_.python_mode == "sample") {
@@ -63,6 +69,7 @@ class Session {
     if (o_.python_mode == "trace") stop_tracer();
     else if (o_.python_mode == "sample") stop_sampler();
     if (o_.ops) stop_op_observer();
+    if (o_.modules) stop_module_scopes();
     stopped_ = true;
   }
 
@@ -76,6 +83,7 @@ class Session {
     run.run.argv = run_info["argv"].cast<std::vector<std::string>>();
     run.run.exit_code = run_info["exit_code"].cast<int>();
     run.run.wall_s = run_info["wall_s"].cast<double>();
+    if (run_info.contains("main_thread_cpu_s")) run.run.main_thread_cpu_s = run_info["main_thread_cpu_s"].cast<double>();
     run.run.python_mode = o_.python_mode;
     if (run_info.contains("notes")) run.notes = run_info["notes"].cast<std::vector<std::string>>();
     fill_env(run.env, env);
@@ -83,16 +91,23 @@ class Session {
     std::map<uint64_t, std::string> thread_names;
     if (run_info.contains("thread_names"))
       thread_names = run_info["thread_names"].cast<std::map<uint64_t, std::string>>();
+    run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     if (o_.python_mode == "trace") collect_tracer(run);
     else if (o_.python_mode == "sample") collect_sampler(run);
+    if (o_.modules) collect_module_scopes(run);
+    const uint64_t main_tid = run_info.contains("main_tid") ? run_info["main_tid"].cast<uint64_t>() : 0;
     {
       py::gil_scoped_release nogil;
       if (o_.ops) collect_op_observer(run);
       for (const auto& t : registered_threads()) run.threads.push_back(ThreadInfo{t.os_tid, t.name});
-      for (auto& t : run.threads) {
+      for (size_t i = 0; i < run.threads.size(); ++i) {
+        auto& t = run.threads[i];
         auto it = thread_names.find(t.os_tid);
         if (it != thread_names.end()) t.name = it->second;
+        if (t.os_tid == main_tid) run.main_thread = static_cast<uint32_t>(i);
       }
+      const StringInterner& strings = StringInterner::global();
+      for (uint32_t id = 0; id < strings.size(); ++id) run.strings.emplace_back(strings.lookup(id));
       OutputOptions out;
       out.dir = out_dir;
       out.cwd = cwd;
@@ -120,9 +135,20 @@ class Session {
       f.created_at = d["created_at"].cast<std::string>();
       e.dataloaders.push_back(std::move(f));
     }
+    if (env.contains("optimizers")) {
+      for (const auto& item : env["optimizers"].cast<py::list>()) {
+        const auto d = item.cast<py::dict>();
+        OptimizerFacts o;
+        o.type = d["type"].cast<std::string>();
+        o.param_tensors = d["param_tensors"].cast<int64_t>();
+        o.foreach = d["foreach"].cast<bool>();
+        e.optimizers.push_back(std::move(o));
+      }
+    }
   }
 
   SessionOptions o_;
+  std::vector<std::string> notes_;
   bool started_ = false;
   bool stopped_ = false;
 };

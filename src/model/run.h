@@ -21,6 +21,12 @@ struct DataLoaderFacts {
   std::string created_at;        // "file:line" in the user's script
 };
 
+struct OptimizerFacts {
+  std::string type;        // "SGD", "Adam"
+  int64_t param_tensors = 0;
+  bool foreach = false;    // foreach=True requested
+};
+
 struct EnvFacts {
   std::string python;      // "3.11.2"
   std::string torch;       // "1.13.0a0"
@@ -28,6 +34,7 @@ struct EnvFacts {
   int64_t torch_threads = 0;
   bool cuda = false;
   std::vector<DataLoaderFacts> dataloaders;
+  std::vector<OptimizerFacts> optimizers;
 };
 
 struct RunInfo {
@@ -35,6 +42,7 @@ struct RunInfo {
   std::vector<std::string> argv;  // the script's own sys.argv
   int exit_code = 0;
   double wall_s = 0;
+  double main_thread_cpu_s = -1;  // CPU time of the main thread during the run, -1 unknown
   std::string python_mode;        // "sample", "trace" or "off"
 };
 
@@ -93,6 +101,14 @@ struct OpStats {
   std::vector<uint32_t> thread_indices;  // threads that ran it
 };
 
+// An nn.Module seen during the run.
+struct ModuleInfo {
+  std::string name;    // qualified, as model.named_modules() names it ("layer1.0.conv1")
+  std::string type;    // class name ("Conv2d")
+  int64_t params = 0;  // parameters, children included
+  int32_t parent = -1; // index of the enclosing module in Run::modules, -1 for a root
+};
+
 struct Run {
   RunInfo run;
   EnvFacts env;
@@ -102,7 +118,12 @@ struct Run {
   uint64_t python_samples = 0;
   std::vector<OpStats> ops;
   std::vector<OpEvent> timeline;  // bounded window of op events
+  std::vector<std::string> strings;  // OpEvent::name_id → name
+  uint32_t main_thread = 0;       // thread index of Python's main thread
   uint64_t dropped_events = 0;    // events not kept in the timeline window
+  std::vector<ModuleInfo> modules;
+  std::vector<ModuleEvent> module_events;  // bounded window, sorted by time
+  uint64_t dropped_module_events = 0;
   std::vector<std::string> notes;  // what a collector could not do, and why
 };
 

@@ -1,0 +1,263 @@
+// nn.Module scopes from global forward hooks written in C (see the header).
+//
+// Each hook call costs one vectorcall into this file, a FlatMap64 probe, a
+// clock read and one EventBuffer append; it runs with the GIL held, so the
+// module table needs no lock. Modules are kept alive (a reference taken on
+// first sight) so an address is never reused for another module while the
+// session runs; the table is bounded by max_modules.
+//
+// A forward that raises leaves an unmatched enter: analysis closes such
+// scopes when an enclosing scope exits (the events carry the module id).
+#include "collect/python/module_scopes.h"
+
+#include <Python.h>
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "collect/python/py_names.h"
+#include "core/clock.h"
+#include "core/event_buffer.h"
+#include "core/flat_map.h"
+#include "core/threads.h"
+
+namespace torchneck {
+namespace {
+
+struct ThreadEvents {
+  explicit ThreadEvents(size_t capacity) : events(capacity) {}
+  EventBuffer<ModuleEvent> events;
+};
+
+struct ScopeState {
+  ModuleScopeOptions options;
+  bool active = false;
+  FlatMap64 index{1024};
+  std::vector<PyObject*> modules;  // strong references
+  uint64_t untracked_calls = 0;    // calls of modules beyond max_modules
+  std::vector<std::unique_ptr<ThreadEvents>> threads;
+  std::vector<PyObject*> handles;  // RemovableHandles of the registered hooks
+  uint64_t session = 0;
+};
+
+ScopeState* g_scopes = nullptr;  // GIL-protected
+uint64_t g_session = 0;
+thread_local ThreadEvents* t_events = nullptr;
+thread_local uint64_t t_session = 0;
+
+ThreadEvents* thread_events() {
+  if (t_session == g_scopes->session) return t_events;
+  g_scopes->threads.push_back(std::make_unique<ThreadEvents>(g_scopes->options.events_per_thread));
+  t_events = g_scopes->threads.back().get();
+  t_session = g_scopes->session;
+  return t_events;
+}
+
+void record(PyObject* module, uint8_t is_exit) {
+  if (g_scopes == nullptr || !g_scopes->active) return;
+  const int64_t t = now_ns();
+  const auto key = reinterpret_cast<uint64_t>(module);
+  uint32_t id = g_scopes->index.find(key);
+  if (id == FlatMap64::kMissing) {
+    if (g_scopes->modules.size() >= g_scopes->options.max_modules) {
+      ++g_scopes->untracked_calls;
+      return;
+    }
+    id = static_cast<uint32_t>(g_scopes->modules.size());
+    Py_INCREF(module);
+    g_scopes->modules.push_back(module);
+    g_scopes->index.insert(key, id);
+  }
+  ModuleEvent e{};
+  e.t_ns = t;
+  e.module = id;
+  e.thread_index = current_thread_index();
+  e.is_exit = is_exit;
+  thread_events()->events.append(e);
+}
+
+PyObject* pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs >= 1) record(args[0], 0);
+  Py_RETURN_NONE;
+}
+
+PyObject* post_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs >= 1) record(args[0], 1);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_pre_def = {"_torchneck_module_enter", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(pre_hook)),
+                         METH_FASTCALL, "torchneck: an nn.Module forward begins"};
+PyMethodDef g_post_def = {"_torchneck_module_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(post_hook)),
+                          METH_FASTCALL, "torchneck: an nn.Module forward returned"};
+
+bool register_hook(PyObject* module_mod, const char* registrar, PyMethodDef* def) {
+  PyObject* fn = PyCFunction_New(def, nullptr);
+  if (fn == nullptr) return false;
+  PyObject* handle = PyObject_CallMethod(module_mod, registrar, "O", fn);
+  Py_DECREF(fn);
+  if (handle == nullptr) return false;
+  g_scopes->handles.push_back(handle);
+  return true;
+}
+
+int64_t parameter_count(PyObject* module) {
+  PyObject* params = PyObject_CallMethod(module, "parameters", nullptr);
+  if (params == nullptr) {
+    PyErr_Clear();
+    return 0;
+  }
+  int64_t n = 0;
+  PyObject* it = PyObject_GetIter(params);
+  Py_DECREF(params);
+  if (it == nullptr) {
+    PyErr_Clear();
+    return 0;
+  }
+  while (PyObject* p = PyIter_Next(it)) {
+    PyObject* numel = PyObject_CallMethod(p, "numel", nullptr);
+    if (numel != nullptr) {
+      n += PyLong_AsLongLong(numel);
+      Py_DECREF(numel);
+    }
+    Py_DECREF(p);
+  }
+  Py_DECREF(it);
+  PyErr_Clear();
+  return n;
+}
+
+// Qualified names from the parents' _modules dicts: the key under which a
+// parent holds a child is the child's name segment in named_modules().
+void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods) {
+  std::unordered_map<PyObject*, size_t> index;
+  for (size_t i = 0; i < mods.size(); ++i) index.emplace(mods[i], i);
+  std::vector<std::string> segment(mods.size());
+  for (size_t i = 0; i < mods.size(); ++i) {
+    PyObject* children = PyObject_GetAttrString(mods[i], "_modules");
+    if (children == nullptr || !PyDict_Check(children)) {
+      Py_XDECREF(children);
+      PyErr_Clear();
+      continue;
+    }
+    PyObject *key, *child;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(children, &pos, &key, &child)) {
+      auto it = index.find(child);
+      if (it == index.end() || run.modules[base + it->second].parent >= 0 || it->second == i) continue;
+      run.modules[base + it->second].parent = static_cast<int32_t>(base + i);
+      segment[it->second] = utf8_of(key);
+    }
+    Py_DECREF(children);
+  }
+  // Roots are named by their class; with one root (the usual model), its
+  // descendants' names are exactly named_modules()'s. With several roots
+  // (a GAN's generator and discriminator), descendants are prefixed by their
+  // root's label, numbered when two roots share a class ("Sequential#2.0").
+  std::vector<bool> has_child(mods.size(), false);
+  for (size_t i = 0; i < mods.size(); ++i) {
+    const int32_t p = run.modules[base + i].parent;
+    if (p >= 0) has_child[static_cast<size_t>(p) - base] = true;
+  }
+  std::unordered_map<std::string, int> roots_per_type, seen_per_type;
+  size_t roots_with_children = 0;
+  for (size_t i = 0; i < mods.size(); ++i)
+    if (run.modules[base + i].parent < 0 && has_child[i]) {
+      ++roots_with_children;
+      ++roots_per_type[run.modules[base + i].type];
+    }
+  std::vector<std::string> root_label(mods.size());
+  for (size_t i = 0; i < mods.size(); ++i) {  // modules are in first-call order
+    if (run.modules[base + i].parent >= 0) continue;
+    const std::string& type = run.modules[base + i].type;
+    root_label[i] = type;
+    if (has_child[i] && roots_per_type[type] > 1) root_label[i] += "#" + std::to_string(++seen_per_type[type]);
+  }
+  for (size_t i = 0; i < mods.size(); ++i) {
+    std::vector<size_t> chain;
+    size_t j = i;
+    while (run.modules[base + j].parent >= 0 && chain.size() < 256) {
+      chain.push_back(j);
+      j = static_cast<size_t>(run.modules[base + j].parent) - base;
+    }
+    std::string name = chain.empty() || roots_with_children > 1 ? root_label[j] : "";
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (!name.empty()) name += '.';
+      name += segment[*it];
+    }
+    run.modules[base + i].name = name;
+  }
+}
+
+}  // namespace
+
+bool start_module_scopes(const ModuleScopeOptions& options, std::string* error) {
+  if (g_scopes != nullptr && g_scopes->active) {
+    *error = "module scopes are already being recorded";
+    return false;
+  }
+  delete g_scopes;
+  g_scopes = new ScopeState();
+  g_scopes->options = options;
+  g_scopes->session = ++g_session;
+  PyObject* module_mod = PyImport_ImportModule("torch.nn.modules.module");
+  const bool ok = module_mod != nullptr &&
+                  register_hook(module_mod, "register_module_forward_pre_hook", &g_pre_def) &&
+                  register_hook(module_mod, "register_module_forward_hook", &g_post_def);
+  Py_XDECREF(module_mod);
+  if (!ok) {
+    PyErr_Clear();
+    stop_module_scopes();
+    *error = "this torch has no global nn.Module forward hooks; layers are not attributed";
+    return false;
+  }
+  g_scopes->active = true;
+  return true;
+}
+
+void stop_module_scopes() {
+  if (g_scopes == nullptr) return;
+  g_scopes->active = false;
+  for (PyObject* h : g_scopes->handles) {
+    PyObject* r = PyObject_CallMethod(h, "remove", nullptr);
+    Py_XDECREF(r);
+    Py_DECREF(h);
+  }
+  g_scopes->handles.clear();
+  PyErr_Clear();
+}
+
+void collect_module_scopes(Run& run) {
+  if (g_scopes == nullptr) return;
+  const size_t base = run.modules.size();
+  const auto& mods = g_scopes->modules;
+  for (PyObject* m : mods) {
+    ModuleInfo info;
+    const std::string tp_name = Py_TYPE(m)->tp_name;  // "Linear", or "pkg.mod.Name" for static types
+    info.type = tp_name.substr(tp_name.rfind('.') == std::string::npos ? 0 : tp_name.rfind('.') + 1);
+    info.params = parameter_count(m);
+    run.modules.push_back(std::move(info));
+  }
+  PyErr_Clear();
+  name_modules(run, base, mods);
+  for (auto& t : g_scopes->threads) {
+    t->events.for_each([&](const ModuleEvent& e) {
+      ModuleEvent c = e;
+      c.module += static_cast<uint32_t>(base);
+      run.module_events.push_back(c);
+    });
+    run.dropped_module_events += t->events.dropped();
+  }
+  std::stable_sort(run.module_events.begin(), run.module_events.end(),
+                   [](const ModuleEvent& a, const ModuleEvent& b) { return a.t_ns < b.t_ns; });
+  if (g_scopes->untracked_calls > 0)
+    run.notes.push_back("module calls beyond the first " + std::to_string(g_scopes->options.max_modules) +
+                        " distinct modules were not attributed: " + std::to_string(g_scopes->untracked_calls));
+  for (PyObject* m : mods) Py_DECREF(m);
+  delete g_scopes;
+  g_scopes = nullptr;
+}
+
+}  // namespace torchneck
