@@ -26,13 +26,13 @@ void write_file_atomically(const std::string& path, const std::string& data) {
 }
 
 std::string write_outputs(const Run& run, const OutputOptions& options) {
-  const Summary summary = summarize(run, options.summary);
+  const Analysis analysis = analyze(run, options.summary);
   TerminalReportOptions t;
   t.output_dir = options.dir;
   t.cwd = options.cwd;
-  std::string text = terminal_report(run, summary, t);
+  std::string text = terminal_report(run, analysis, t);
   if (!options.dir.empty()) {
-    write_file_atomically(options.dir + "/profile.json", profile_json(run, summary));
+    write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
     if (run.run.python_mode == "trace")
       write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
     write_file_atomically(options.dir + "/report.txt", text);

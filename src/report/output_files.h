@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "analyze/summary.h"
+#include "analyze/analysis.h"
 #include "model/run.h"
 
 namespace torchneck {

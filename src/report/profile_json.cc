@@ -25,6 +25,11 @@ void write_env(JsonWriter& w, const EnvFacts& e) {
   w.field("cpu_cores", e.cpu_cores);
   w.field("torch_threads", e.torch_threads);
   w.field("cuda", e.cuda);
+  w.key("optimizers").begin_array();
+  for (const auto& o : e.optimizers) {
+    w.begin_object().field("type", o.type).field("param_tensors", o.param_tensors).field("foreach", o.foreach).end_object();
+  }
+  w.end_array();
   w.key("dataloaders").begin_array();
   for (const auto& d : e.dataloaders) {
     w.begin_object();
@@ -88,9 +93,84 @@ void write_ops(JsonWriter& w, const Run& run) {
   w.end_array();
 }
 
+void write_breakdown(JsonWriter& w, const char* key, const StepBreakdown& b, bool as_pct, int64_t total) {
+  w.key(key).begin_object();
+  for (int p = 0; p < kNumPhases; ++p) {
+    const auto phase = static_cast<Phase>(p);
+    w.key(phase_name(phase));
+    if (as_pct) w.value(100.0 * fraction(b[phase], total));
+    else w.value(ns_to_ms(b[phase]));
+  }
+  w.end_object();
+}
+
+void write_steps(JsonWriter& w, const StepAnalysis& s) {
+  w.key("steps").begin_object();
+  w.field("count", static_cast<uint64_t>(s.count));
+  w.field("in_window", static_cast<uint64_t>(s.steps.size()));
+  w.field("source", s.source);
+  w.field("warmup_excluded", static_cast<uint64_t>(s.excluded));
+  w.field("median_ms", ns_to_ms(s.median_ns));
+  write_breakdown(w, "breakdown_ms", s.median, false, s.median_ns);
+  write_breakdown(w, "breakdown_pct", s.median, true, s.median_ns);
+  w.field("ops_per_step", s.ops_per_step);
+  w.field("timeline_truncated", s.timeline_truncated);
+  w.key("per_step").begin_array();
+  for (const Step& st : s.steps) {
+    w.begin_object();
+    w.field("start_s", ns_to_s(st.start_ns));
+    w.field("ms", ns_to_ms(st.duration()));
+    w.field("steady", st.steady);
+    write_breakdown(w, "breakdown_ms", st.breakdown, false, st.duration());
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_layers(JsonWriter& w, const LayerAnalysis& l) {
+  w.key("layers").begin_array();
+  for (const LayerStats& x : l.layers) {
+    w.begin_object();
+    w.field("name", x.name);
+    w.field("type", x.type);
+    w.field("calls", x.calls);
+    w.field("forward_ms", ns_to_ms(x.forward_ns));
+    w.field("backward_ms", ns_to_ms(x.backward_ns));
+    w.field("params", x.params);
+    w.field("depth", x.depth);
+    w.field("leaf", x.leaf);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("backward_unattributed_ms", ns_to_ms(l.backward_unattributed_ns));
+}
+
+void write_findings(JsonWriter& w, const Diagnosis& d) {
+  w.key("findings").begin_array();
+  for (const Finding& f : d.findings) {
+    w.begin_object();
+    w.field("id", f.id);
+    w.field("severity", f.severity);
+    w.field("title", f.title);
+    w.key("evidence").begin_array();
+    for (const auto& e : f.evidence) w.value(e);
+    w.end_array();
+    w.field("recommendation", f.recommendation);
+    w.key("estimated_gain_pct");
+    if (f.estimated_gain_pct) w.value(*f.estimated_gain_pct);
+    else w.null();
+    w.field("gain_arithmetic", f.gain_arithmetic);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("verdict", d.verdict);
+}
+
 }  // namespace
 
-std::string profile_json(const Run& run, const Summary& summary) {
+std::string profile_json(const Run& run, const Analysis& analysis) {
+  const Summary& summary = analysis.summary;
   JsonWriter w(1);
   w.begin_object();
   w.field("schema", kProfileSchema);
@@ -114,6 +194,9 @@ std::string profile_json(const Run& run, const Summary& summary) {
   w.field("backward_self_ms", ns_to_ms(summary.backward_self_ns));
   w.field("python_self_ms", ns_to_ms(summary.python_self_ns));
   w.end_object();
+  write_steps(w, analysis.steps);
+  write_layers(w, analysis.layers);
+  write_findings(w, analysis.diagnosis);
   w.field("timeline_events", static_cast<uint64_t>(run.timeline.size()));
   w.field("dropped_events", run.dropped_events);
   w.key("notes").begin_array();

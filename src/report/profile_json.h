@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include "analyze/summary.h"
+#include "analyze/analysis.h"
 #include "model/run.h"
 
 namespace torchneck {
 
 inline constexpr const char* kProfileSchema = "torchneck.profile/1";
 
-std::string profile_json(const Run& run, const Summary& summary);
+std::string profile_json(const Run& run, const Analysis& analysis);
 
 }  // namespace torchneck

@@ -1,6 +1,7 @@
 #include "report/terminal_report.h"
 
 #include <cstdarg>
+#include <algorithm>
 #include <cstdio>
 
 #include "core/clock.h"
@@ -116,6 +117,54 @@ void scoped_table(std::string& out, const Run& run, const std::vector<size_t>& r
   }
 }
 
+void verdict_and_findings(std::string& out, const Diagnosis& d) {
+  out += "\nVERDICT: " + d.verdict + "\n";
+  if (d.findings.empty()) return;
+  out += "\nFindings, by estimated gain\n";
+  int n = 0;
+  for (const Finding& f : d.findings) {
+    appendf(out, "%2d. [%s] %s: %s\n", ++n, f.severity.c_str(), f.id.c_str(), f.title.c_str());
+    for (const auto& e : f.evidence) out += "      evidence: " + e + "\n";
+    out += "      fix:      " + f.recommendation + "\n";
+    if (f.estimated_gain_pct) appendf(out, "      gain:     about -%.0f %% step time (%s)\n", *f.estimated_gain_pct, f.gain_arithmetic.c_str());
+    else out += "      gain:     " + f.gain_arithmetic + "\n";
+  }
+}
+
+void step_breakdown(std::string& out, const StepAnalysis& s) {
+  if (s.steps.empty()) return;
+  appendf(out, "\nStep time: %zu steps (%s boundaries), %zu warm-up/outlier excluded, median %.2f ms\n",
+          s.count, s.source.c_str(), s.excluded, ns_to_ms(s.median_ns));
+  static const char marks[] = {'D', 'O', 'B', 'F', '.'};
+  constexpr int kWidth = 60;
+  std::string bar;
+  for (int p = 0; p < kNumPhases; ++p) {
+    const auto cells = static_cast<int>(kWidth * share(s.median.ns[p], s.median_ns) + 0.5);
+    bar.append(static_cast<size_t>(std::max(0, cells)), marks[p]);
+  }
+  bar.resize(kWidth, '.');
+  out += "  [" + bar + "]\n  ";
+  for (int p = 0; p < kNumPhases; ++p)
+    appendf(out, "%s%c %s %.2f ms (%.0f%%)", p ? "  " : "", marks[p], phase_name(static_cast<Phase>(p)),
+            ns_to_ms(s.median.ns[p]), 100 * share(s.median.ns[p], s.median_ns));
+  out += "\n";
+  if (s.timeline_truncated) out += "  (the timeline window filled up: later steps are not in these numbers)\n";
+}
+
+void layers_table(std::string& out, const LayerAnalysis& l) {
+  if (l.layers.empty()) return;
+  out += "\nLayers, top 10 by forward + backward (blocks include their children)\n";
+  out += "  name                                type                calls  forward ms  backward ms      params\n";
+  size_t shown = 0;
+  for (const LayerStats& x : l.layers) {
+    if (shown++ == 10) break;
+    const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name;
+    appendf(out, "  %-35s %-18s %6llu %11.2f %12.2f %11lld\n", ellipsize(name, 35).c_str(),
+            ellipsize(x.type, 18).c_str(), static_cast<unsigned long long>(x.calls), ns_to_ms(x.forward_ns),
+            ns_to_ms(x.backward_ns), static_cast<long long>(x.params));
+  }
+}
+
 }  // namespace
 
 std::string pstats_label(const PyFunctionStats& f, const std::string& cwd) {
@@ -127,11 +176,16 @@ std::string pstats_label(const PyFunctionStats& f, const std::string& cwd) {
   return short_path(f.file, cwd) + ":" + std::to_string(f.line) + "(" + f.function + ")";
 }
 
-std::string terminal_report(const Run& run, const Summary& s, const TerminalReportOptions& o) {
+std::string terminal_report(const Run& run, const Analysis& analysis, const TerminalReportOptions& o) {
+  const Summary& s = analysis.summary;
   std::string out;
   out += "==================================== torchneck ====================================\n";
   appendf(out, "Run: %s — exit status %d, %.2f s wall, Python profile: %s\n", run.run.script.c_str(),
           run.run.exit_code, run.run.wall_s, run.run.python_mode.c_str());
+  verdict_and_findings(out, analysis.diagnosis);
+  step_breakdown(out, analysis.steps);
+  layers_table(out, analysis.layers);
+  out += "\n";
   environment(out, run);
   if (run.run.python_mode != "off") {
     section(out, "");

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "analyze/summary.h"
+#include "analyze/analysis.h"
 #include "model/run.h"
 
 namespace torchneck {
@@ -14,7 +14,7 @@ struct TerminalReportOptions {
   std::string cwd;         // file paths under it are shown relative
 };
 
-std::string terminal_report(const Run& run, const Summary& summary,
+std::string terminal_report(const Run& run, const Analysis& analysis,
                             const TerminalReportOptions& options);
 
 // "train.py:12(step)" or "{built-in method builtins.len}", as pstats prints.

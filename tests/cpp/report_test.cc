@@ -106,7 +106,7 @@ TEST(JsonWriter, NestingAndCommas) {
 TEST(ProfileJson, CarriesSchemaAndSampleModeHasNoCallCounts) {
   torchneck::Run run = sample_run();
   run.run.python_mode = "sample";
-  const std::string j = profile_json(run, summarize(run, SummaryOptions{}));
+  const std::string j = profile_json(run, analyze(run, SummaryOptions{}));
   EXPECT_NE(j.find("\"schema\": \"torchneck.profile/1\""), std::string::npos);
   EXPECT_NE(j.find("\"calls\": null"), std::string::npos);
   EXPECT_NE(j.find("\"dropped_events\": 0"), std::string::npos);
@@ -145,7 +145,7 @@ TEST(PstatsWriter, EncodesCProfileDictInMarshalFormat) {
 
 TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
   const torchneck::Run run = sample_run();
-  const std::string text = terminal_report(run, summarize(run, SummaryOptions{}), TerminalReportOptions{"out", "/home/u"});
+  const std::string text = terminal_report(run, analyze(run, SummaryOptions{}), TerminalReportOptions{"out", "/home/u"});
   EXPECT_NE(text.find("ncalls    tottime    percall    cumtime    percall"), std::string::npos);
   EXPECT_NE(text.find("3/2"), std::string::npos);  // recursive: total/primitive
   EXPECT_NE(text.find("train.py:12(step)"), std::string::npos);

@@ -1,0 +1,41 @@
+// cpu_threads_underused: CPU compute dominates, yet torch uses fewer
+// intra-op threads than the cores the process may run on.
+#include "analyze/diagnosis.h"
+
+namespace torchneck {
+namespace {
+
+// Compute-bound: forward + backward + optimizer at least half the step, on
+// operators large enough (mean >= 50 us) for intra-op parallelism to pay.
+constexpr double kComputeShare = 0.5;
+constexpr double kParallelOpUs = 50.0;
+
+}  // namespace
+
+void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>& out) {
+  if (in.env.cuda || in.env.torch_threads <= 0 || in.env.torch_threads >= in.env.cpu_cores) return;
+  const StepAnalysis& s = in.steps;
+  const int64_t T = s.median_ns;
+  if (T <= 0 || s.ops_per_step <= 0) return;
+  const int64_t compute = s.median[Phase::kForward] + s.median[Phase::kBackward] + s.median[Phase::kOptimizer];
+  const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
+  if (fraction(compute, T) < kComputeShare || mean_op_us < kParallelOpUs) return;
+  Finding f;
+  f.id = "cpu_threads_underused";
+  f.severity = "medium";
+  f.title = "torch uses " + std::to_string(in.env.torch_threads) + " of " + std::to_string(in.env.cpu_cores) +
+            " usable CPU cores for compute-bound operators";
+  f.evidence.push_back("torch.get_num_threads() = " + std::to_string(in.env.torch_threads) + ", " +
+                       std::to_string(in.env.cpu_cores) + " cores in the process's affinity mask");
+  f.evidence.push_back("forward + backward + optimizer are " + fmt_pct(fraction(compute, T)) +
+                       " of the step; mean operator self time " + std::to_string(static_cast<int64_t>(mean_op_us)) + " us");
+  f.recommendation = "torch.set_num_threads(" + std::to_string(in.env.cpu_cores) +
+                     ") at the start of the script (or OMP_NUM_THREADS=" + std::to_string(in.env.cpu_cores) +
+                     "), leaving cores for DataLoader workers if you add them";
+  // How much the operators scale with threads depends on their kernels and
+  // sizes: no number is promised without measuring it.
+  f.gain_arithmetic = "not estimated: intra-op scaling depends on the operators; measure with the suggested setting";
+  out.push_back(std::move(f));
+}
+
+}  // namespace torchneck

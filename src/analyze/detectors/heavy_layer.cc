@@ -1,0 +1,79 @@
+// heavy_layer: one layer takes a large share of forward + backward.
+#include <algorithm>
+
+#include "analyze/diagnosis.h"
+
+namespace torchneck {
+namespace {
+
+// A leaf layer with 40 % of the model's forward+backward time dominates it;
+// the seed's case (an oversized fully connected layer) is far above that.
+constexpr double kHeavyLayerShare = 0.40;
+constexpr double kHeavyLayerHighShare = 0.60;
+// High severity also needs compute to matter: forward+backward at least
+// half the step.
+constexpr double kComputeShareForHigh = 0.50;
+// Below this share of the step in forward + backward, no layer is the
+// bottleneck, however lopsided the model (e.g. an input-bound run).
+constexpr double kMinComputeShare = 0.40;
+// What the advice typically achieves: a layer made half as wide (or low-rank)
+// costs about half; the estimate assumes that halving.
+constexpr double kAssumedLayerSaving = 0.5;
+
+std::string advice(const LayerStats& l) {
+  const std::string& t = l.type;
+  if (t == "Linear" || t == "Bilinear" || t == "LazyLinear")
+    return "shrink " + l.name + " (" + std::to_string(l.params) +
+           " parameters): fewer output features, or a low-rank pair nn.Linear(in, r) -> nn.Linear(r, out); "
+           "on GPU use mixed precision (torch.autocast) so it runs on tensor cores";
+  if (t.rfind("Conv", 0) == 0)
+    return "make " + l.name + " cheaper: fewer channels, a depthwise-separable conv (groups=in_channels + 1x1), "
+           "or channels_last memory format (model.to(memory_format=torch.channels_last))";
+  if (t == "LSTM" || t == "GRU" || t == "RNN")
+    return "shorten sequences or hidden size of " + l.name + ", or pack padded sequences";
+  if (t == "MultiheadAttention" || t.find("Attention") != std::string::npos)
+    return "use torch.nn.functional.scaled_dot_product_attention (torch >= 2.0) or shorter sequences for " + l.name;
+  if (t == "Embedding" || t == "EmbeddingBag")
+    return "use sparse=True gradients or a smaller vocabulary for " + l.name;
+  return "profile " + l.name + " (" + t + ") alone and reduce its size or work";
+}
+
+}  // namespace
+
+void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
+  int64_t model_total = 0;
+  for (const LayerStats& l : in.layers)
+    if (l.depth == 0) model_total += l.combined();
+  if (model_total <= 0) return;
+  const LayerStats* heavy = nullptr;
+  for (const LayerStats& l : in.layers)
+    if (l.leaf && l.depth > 0 && (heavy == nullptr || l.combined() > heavy->combined())) heavy = &l;
+  if (heavy == nullptr) return;
+  const double share = fraction(heavy->combined(), model_total);
+  if (share < kHeavyLayerShare) return;
+  const StepAnalysis& s = in.steps;
+  const int64_t T = s.median_ns;
+  const double compute = fraction(s.median[Phase::kForward] + s.median[Phase::kBackward], T);
+  if (compute < kMinComputeShare) return;
+  Finding f;
+  f.id = "heavy_layer";
+  f.severity = share >= kHeavyLayerHighShare && compute >= kComputeShareForHigh ? "high" : "medium";
+  f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(share) +
+            " of the model's forward + backward time";
+  f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
+                       fmt_ms(heavy->backward_ns) + " over " + std::to_string(heavy->calls) + " calls, " +
+                       std::to_string(heavy->params) + " parameters");
+  f.evidence.push_back("whole model: " + fmt_ms(model_total) + " forward + backward");
+  f.evidence.push_back("forward + backward are " + fmt_pct(compute) + " of the median step");
+  f.recommendation = advice(*heavy);
+  if (T > 0 && !s.steps.empty()) {
+    const double per_step = static_cast<double>(heavy->combined()) / static_cast<double>(s.steps.size());
+    const double gain = std::min(kAssumedLayerSaving * per_step / static_cast<double>(T), 1.0);
+    f.estimated_gain_pct = 100.0 * gain;
+    f.gain_arithmetic = heavy->name + " " + fmt_ms(static_cast<int64_t>(per_step)) +
+                        " per step x 50 % (a layer half as costly) / step " + fmt_ms(T);
+  }
+  out.push_back(std::move(f));
+}
+
+}  // namespace torchneck

@@ -1,0 +1,87 @@
+// input_bound: the main thread waits for the next batch a large share of
+// each step (time inside DataLoader __next__).
+#include <algorithm>
+
+#include "analyze/diagnosis.h"
+
+namespace torchneck {
+namespace {
+
+// A quarter of the step spent waiting for data is worth fixing; half of it
+// means the input pipeline, not the model, sets the pace.
+constexpr double kInputBoundShare = 0.25;
+constexpr double kInputBoundHighShare = 0.50;
+constexpr int64_t kMaxSuggestedWorkers = 8;
+// Below this CPU share of its data wait, the main thread is mostly waiting
+// (sleep, I/O) while loading: workers then overlap regardless of cores.
+constexpr double kWaitingLoadCpu = 0.5;
+
+}  // namespace
+
+void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
+  const StepAnalysis& s = in.steps;
+  const int64_t T = s.median_ns;
+  const int64_t D = s.median[Phase::kData];
+  const double share = fraction(D, T);
+  if (T <= 0 || share < kInputBoundShare) return;
+  const int64_t C = T - D;  // the rest of the step: what workers can overlap with
+  const int64_t cores = std::max<int64_t>(1, in.env.cpu_cores);
+  int64_t workers = 0;
+  bool pin = false;
+  if (!in.env.dataloaders.empty()) {
+    workers = in.env.dataloaders.front().num_workers;
+    pin = in.env.cuda;
+  }
+  Finding f;
+  f.id = "input_bound";
+  f.severity = share >= kInputBoundHighShare ? "high" : "medium";
+  f.title = "Input-bound: the training loop waits for data " + fmt_pct(share) + " of each step";
+  f.evidence.push_back("median step " + fmt_ms(T) + ", of which " + fmt_ms(D) +
+                       " waiting in DataLoader __next__ (" + fmt_pct(share) + ")");
+  f.evidence.push_back(std::to_string(s.steps.size() - s.excluded) + " steady steps (" + s.source +
+                       " boundaries), " + std::to_string(s.excluded) + " warm-up/outlier steps excluded");
+  // Workers load batches in parallel with the step. CPU-bound loading can use
+  // the cores the main process leaves free; waiting (I/O, sleep) overlaps
+  // fully. Unless the main thread's CPU time shows the loading waits, the
+  // estimate takes the CPU-bound case, the conservative one.
+  const double loading_cpu = loading_cpu_fraction(in);
+  const bool waits = loading_cpu >= 0 && loading_cpu < kWaitingLoadCpu;
+  const int64_t suggested = std::clamp<int64_t>(std::max<int64_t>(2, cores), 2, kMaxSuggestedWorkers);
+  const int64_t parallel =
+      waits ? suggested : std::max<int64_t>(1, std::min<int64_t>(suggested, cores - 1));
+  if (loading_cpu >= 0)
+    f.evidence.push_back("the main thread was on a CPU for " + fmt_pct(loading_cpu) +
+                         " of its data wait: loading " + (waits ? "mostly waits (I/O, sleep)" : "computes"));
+  if (workers == 0) {
+    f.evidence.push_back("DataLoader num_workers=0: batches are loaded on the main thread, " +
+                         std::to_string(cores) + " CPU cores usable");
+    f.recommendation = "DataLoader(..., num_workers=" + std::to_string(suggested) + ", pin_memory=" +
+                       (pin ? "True" : "False") + ", persistent_workers=True)";
+    const int64_t loading = D;  // with no workers, the wait is the loading cost itself
+    const int64_t best = std::max(C, loading / suggested);
+    const int64_t likely = std::max(C, loading / parallel);
+    f.estimated_gain_pct = 100.0 * fraction(T - likely, T);
+    f.gain_arithmetic = "step " + fmt_ms(T) + " -> max(rest of step " + fmt_ms(C) + ", loading " + fmt_ms(loading) +
+                        " / " + std::to_string(parallel) + " parallel worker(s)) = " + fmt_ms(likely);
+    if (!waits)
+      f.gain_arithmetic += "; " + fmt_ms(best) + " if loading waits rather than computes (all " +
+                           std::to_string(suggested) + " workers overlap)";
+  } else {
+    f.evidence.push_back("DataLoader num_workers=" + std::to_string(workers) + " cannot keep up");
+    const int64_t more = std::min<int64_t>(kMaxSuggestedWorkers, std::max<int64_t>(workers * 2, cores));
+    f.recommendation = "DataLoader(..., num_workers=" + std::to_string(more) +
+                       ", persistent_workers=True), and make the per-sample transforms cheaper";
+    if (more > workers) {
+      // The wait shrinks as the producing rate grows with the worker count.
+      const int64_t likely = C + D * workers / more;
+      f.estimated_gain_pct = 100.0 * fraction(T - likely, T);
+      f.gain_arithmetic = "wait " + fmt_ms(D) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
+                          " workers -> step " + fmt_ms(likely);
+    } else {
+      f.gain_arithmetic = "no spare cores for more workers: only cheaper transforms help";
+    }
+  }
+  out.push_back(std::move(f));
+}
+
+}  // namespace torchneck

@@ -1,0 +1,155 @@
+#include "analyze/diagnosis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <unordered_map>
+
+namespace torchneck {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Frames that mean "this stack is loading data".
+bool is_data_root(const PyFunctionStats& f) {
+  if (f.function == "__getitem__" || f.function == "__getitems__") return true;
+  if (ends_with(f.file, "torch/utils/data/dataloader.py") && (f.function == "__next__" || f.function == "_next_data"))
+    return true;
+  return f.function.find("collate") != std::string::npos;
+}
+
+void data_functions_from_samples(const Run& run, DiagnosisInput& in) {
+  std::unordered_map<uint32_t, int64_t> self;
+  for (const SampledStack& s : run.stacks) {
+    if (s.frames.empty()) continue;
+    const bool data = std::any_of(s.frames.begin(), s.frames.end(),
+                                  [&](uint32_t f) { return f < run.python.size() && is_data_root(run.python[f]); });
+    if (data) self[s.frames.back()] += s.weight_ns;
+  }
+  for (const auto& [f, ns] : self) {
+    const PyFunctionStats& p = run.python[f];
+    in.data_functions.push_back({p.function, p.file, p.line, ns});
+    in.data_python_ns += ns;
+  }
+}
+
+// Trace mode has no stacks: everything reachable in the call graph from a
+// data-loading root counts (a function also called elsewhere is counted
+// whole: an over-estimate, acceptable for ranking).
+void data_functions_from_calls(const Run& run, DiagnosisInput& in) {
+  std::vector<std::vector<uint32_t>> callees(run.python.size());
+  for (uint32_t f = 0; f < run.python.size(); ++f)
+    for (const CallerEdge& c : run.python[f].callers)
+      if (c.caller < run.python.size()) callees[c.caller].push_back(f);
+  std::vector<bool> seen(run.python.size(), false);
+  std::deque<uint32_t> queue;
+  for (uint32_t f = 0; f < run.python.size(); ++f)
+    if (is_data_root(run.python[f])) {
+      seen[f] = true;
+      queue.push_back(f);
+    }
+  while (!queue.empty()) {
+    const uint32_t f = queue.front();
+    queue.pop_front();
+    const PyFunctionStats& p = run.python[f];
+    in.data_functions.push_back({p.function, p.file, p.line, p.self_ns});
+    in.data_python_ns += p.self_ns;
+    for (uint32_t c : callees[f])
+      if (!seen[c]) {
+        seen[c] = true;
+        queue.push_back(c);
+      }
+  }
+}
+
+int severity_rank(const std::string& s) { return s == "high" ? 0 : s == "medium" ? 1 : 2; }
+
+std::string balanced_verdict(const StepAnalysis& s) {
+  if (s.median_ns <= 0) return "No training steps were found, so no bottleneck can be named.";
+  std::string v = "No dominant bottleneck: the median step (" + fmt_ms(s.median_ns) + ") splits into";
+  for (int p = 0; p < kNumPhases; ++p) {
+    v += std::string(p ? ", " : " ") + phase_name(static_cast<Phase>(p)) + " " +
+         fmt_pct(fraction(s.median.ns[p], s.median_ns));
+  }
+  return v + ".";
+}
+
+}  // namespace
+
+double loading_cpu_fraction(const DiagnosisInput& in) {
+  const double data = fraction(in.steps.median[Phase::kData], in.steps.median_ns);
+  if (in.main_cpu_fraction < 0 || data <= 0) return -1;
+  return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
+}
+
+double fraction(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string fmt_ms(int64_t ns) {
+  char buf[32];
+  const double ms = static_cast<double>(ns) / 1e6;
+  std::snprintf(buf, sizeof buf, ms >= 100 ? "%.0f ms" : ms >= 10 ? "%.1f ms" : "%.2f ms", ms);
+  return buf;
+}
+
+std::string fmt_pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * f);
+  return buf;
+}
+
+DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
+  DiagnosisInput in;
+  in.env = run.env;
+  in.python_mode = run.run.python_mode;
+  in.steps = steps;
+  in.layers = layers.layers;
+  if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0)
+    in.main_cpu_fraction = std::min(1.0, run.run.main_thread_cpu_s / run.run.wall_s);
+  if (run.run.python_mode == "sample") data_functions_from_samples(run, in);
+  else if (run.run.python_mode == "trace") data_functions_from_calls(run, in);
+  std::sort(in.data_functions.begin(), in.data_functions.end(), [](const DataFunction& a, const DataFunction& b) {
+    return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.function < b.function;
+  });
+  return in;
+}
+
+Diagnosis diagnose(const DiagnosisInput& in) {
+  Diagnosis d;
+  detect_input_bound(in, d.findings);
+  detect_slow_data_transform(in, d.findings);
+  detect_heavy_layer(in, d.findings);
+  detect_framework_overhead(in, d.findings);
+  detect_cpu_threads_underused(in, d.findings);
+  detect_optimizer_heavy(in, d.findings);
+  std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
+    const double ga = a.estimated_gain_pct.value_or(-1), gb = b.estimated_gain_pct.value_or(-1);
+    if (ga != gb) return ga > gb;
+    return severity_rank(a.severity) < severity_rank(b.severity);
+  });
+  // The verdict names the most important finding: the first high-severity
+  // one in gain order, else the first finding at all.
+  const Finding* main = nullptr;
+  for (const Finding& f : d.findings)
+    if (f.severity == "high") {
+      main = &f;
+      break;
+    }
+  if (main == nullptr && !d.findings.empty() && d.findings.front().severity == "medium") main = &d.findings.front();
+  if (main == nullptr) {
+    d.verdict = balanced_verdict(in.steps);
+  } else {
+    d.verdict = main->title + ".";
+    if (main->estimated_gain_pct) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " Fixing it should cut step time by about %.0f %%.", *main->estimated_gain_pct);
+      d.verdict += buf;
+    }
+  }
+  return d;
+}
+
+}  // namespace torchneck

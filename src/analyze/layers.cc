@@ -1,0 +1,100 @@
+#include "analyze/layers.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace torchneck {
+namespace {
+
+constexpr uint32_t kNoModule = 0xffffffffu;
+
+struct Point {
+  int64_t t;
+  int order;     // at equal times: exits (0) before op starts (1) before enters (2)
+  uint32_t ref;  // module index, or timeline index for op starts
+};
+
+}  // namespace
+
+LayerAnalysis analyze_layers(const Run& run) {
+  LayerAnalysis out;
+  const size_t nm = run.modules.size();
+  if (nm == 0) return out;
+  std::vector<LayerStats> stats(nm);
+  for (uint32_t i = 0; i < nm; ++i) {
+    stats[i].module = i;
+    stats[i].name = run.modules[i].name;
+    stats[i].type = run.modules[i].type;
+    stats[i].params = run.modules[i].params;
+    int d = 0;
+    for (int32_t p = run.modules[i].parent; p >= 0 && d < 256; p = run.modules[p].parent) ++d;
+    stats[i].depth = d;
+  }
+
+  // Per thread, sweep module enter/exit and forward-op starts in time order:
+  // each op start sees the innermost open module.
+  std::unordered_map<uint32_t, std::vector<Point>> points;
+  for (const ModuleEvent& e : run.module_events)
+    points[e.thread_index].push_back({e.t_ns, e.is_exit ? 0 : 2, e.module});
+  for (size_t i = 0; i < run.timeline.size(); ++i) {
+    const OpEvent& e = run.timeline[i];
+    if (e.kind == OpKind::kOperator && e.seq_nr >= 0)
+      points[e.thread_index].push_back({e.start_ns, 1, static_cast<uint32_t>(i)});
+  }
+  // (forward thread id, seq nr) → (op start, module open then)
+  std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>> creator;
+  for (auto& [thread, pts] : points) {
+    std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+      return a.t != b.t ? a.t < b.t : a.order < b.order;
+    });
+    std::vector<std::pair<uint32_t, int64_t>> stack;
+    for (const Point& p : pts) {
+      if (p.order == 2) {
+        stack.emplace_back(p.ref, p.t);
+        if (stack.size() >= 2) stats[stack[stack.size() - 2].first].leaf = false;
+      } else if (p.order == 0) {
+        auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
+        if (it == stack.rend()) continue;
+        const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
+        stats[p.ref].calls += 1;
+        stats[p.ref].forward_ns += p.t - stack[pos].second;
+        stack.resize(pos);  // also closes scopes whose forward raised
+      } else {
+        const OpEvent& e = run.timeline[p.ref];
+        const uint32_t module = stack.empty() ? kNoModule : stack.back().first;
+        // Several ops can carry one sequence number (aten::linear peeks the
+        // number aten::addmm then takes): the latest-starting one made the node.
+        auto [it, inserted] = creator.try_emplace({e.forward_tid, e.seq_nr}, e.start_ns, module);
+        if (!inserted && e.start_ns >= it->second.first) it->second = {e.start_ns, module};
+      }
+    }
+  }
+
+  std::vector<int64_t> own_backward(nm, 0);
+  for (const OpEvent& e : run.timeline) {
+    if (e.kind != OpKind::kBackward) continue;
+    const int64_t d = e.end_ns - e.start_ns;
+    auto it = creator.find({e.forward_tid, e.seq_nr});
+    if (it == creator.end() || it->second.second == kNoModule) {
+      out.backward_unattributed_ns += d;
+      continue;
+    }
+    own_backward[it->second.second] += d;
+    out.backward_attributed_ns += d;
+  }
+  for (uint32_t i = 0; i < nm; ++i) {
+    int guard = 0;
+    for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run.modules[m].parent)
+      stats[m].backward_ns += own_backward[i];
+  }
+  for (auto& s : stats)
+    if (s.calls > 0 || s.backward_ns > 0) out.layers.push_back(std::move(s));
+  std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
+    if (a.combined() != b.combined()) return a.combined() > b.combined();
+    return a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace torchneck

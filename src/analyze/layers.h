@@ -1,0 +1,38 @@
+// Per-layer forward and backward time. Forward: the module's own call spans
+// (inclusive of its children). Backward: each autograd node's time goes to
+// the module that was innermost-open when the forward op that created the
+// node started, found through (forward thread id, sequence number) → the
+// latest-starting forward op with that key (DESIGN.md §4); blocks include
+// their children's backward time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/run.h"
+
+namespace torchneck {
+
+struct LayerStats {
+  uint32_t module = 0;  // index into Run::modules
+  std::string name;
+  std::string type;
+  uint64_t calls = 0;
+  int64_t forward_ns = 0;   // inclusive
+  int64_t backward_ns = 0;  // inclusive
+  int64_t params = 0;
+  int depth = 0;            // 0 for a root model
+  bool leaf = true;         // no child module was called
+  int64_t combined() const { return forward_ns + backward_ns; }
+};
+
+struct LayerAnalysis {
+  std::vector<LayerStats> layers;  // sorted by forward + backward, descending
+  int64_t backward_attributed_ns = 0;  // backward node time that found a module
+  int64_t backward_unattributed_ns = 0;
+};
+
+LayerAnalysis analyze_layers(const Run& run);
+
+}  // namespace torchneck

@@ -1,0 +1,137 @@
+// Step detection, phase attribution and layer attribution on hand-built
+// runs whose answer is known by construction.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyze/layers.h"
+#include "analyze/steps.h"
+
+namespace torchneck {
+namespace {
+
+struct RunBuilder {
+  torchneck::Run run;
+  uint32_t name(const std::string& s) {
+    for (uint32_t i = 0; i < run.strings.size(); ++i)
+      if (run.strings[i] == s) return i;
+    run.strings.push_back(s);
+    return static_cast<uint32_t>(run.strings.size() - 1);
+  }
+  void event(const std::string& n, OpKind kind, int64_t start, int64_t end, int64_t seq = -1,
+             uint64_t fwd_tid = 1, uint32_t thread = 0) {
+    OpEvent e{};
+    e.start_ns = start;
+    e.end_ns = end;
+    e.seq_nr = seq;
+    e.forward_tid = fwd_tid;
+    e.name_id = name(n);
+    e.thread_index = thread;
+    e.kind = kind;
+    run.timeline.push_back(e);
+  }
+  void module(uint32_t m, int64_t enter, int64_t exit) {
+    run.module_events.push_back(ModuleEvent{enter, m, 0, 0, {}});
+    run.module_events.push_back(ModuleEvent{exit, m, 0, 1, {}});
+  }
+  void finish() {
+    std::stable_sort(run.timeline.begin(), run.timeline.end(),
+                     [](const OpEvent& a, const OpEvent& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(run.module_events.begin(), run.module_events.end(),
+                     [](const ModuleEvent& a, const ModuleEvent& b) { return a.t_ns < b.t_ns; });
+  }
+};
+
+TEST(AttributePhases, HigherPriorityWinsAndTheRestIsOther) {
+  // GIVEN forward [0,100) containing data [10,30) and optimizer [80,120)
+  const std::vector<PhaseInterval> iv = {
+      {0, 100, Phase::kForward}, {10, 30, Phase::kData}, {80, 120, Phase::kOptimizer}};
+  // WHEN the step [0,150) is split
+  const StepBreakdown b = attribute_phases(iv, 0, 150);
+  // THEN each instant counts once, by priority data > optimizer > backward > forward
+  EXPECT_EQ(b[Phase::kData], 20);
+  EXPECT_EQ(b[Phase::kOptimizer], 40);
+  EXPECT_EQ(b[Phase::kForward], 60);
+  EXPECT_EQ(b[Phase::kOther], 30);
+  EXPECT_EQ(b.total(), 150);
+}
+
+TEST(Steps, TwoOptimizersPerIterationCountOnce) {
+  // GIVEN 4 iterations, each: data, forward op, backward node, D.step, G.step
+  RunBuilder rb;
+  rb.run.env.optimizers = {OptimizerFacts{"Adam", 4, false}, OptimizerFacts{"Adam", 4, false}};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t t = i * 1000;
+    rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, t, t + 400);
+    rb.event("aten::mm", OpKind::kOperator, t + 400, t + 500, i);
+    rb.event("MmBackward0", OpKind::kBackward, t + 500, t + 700, i);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 700, t + 800);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 850, t + 950);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_EQ(a.source, "optimizer");
+  ASSERT_EQ(a.count, 4u);
+  // iteration 1 spans (950, 1950]: data 400, forward 100, backward 200, optimizer 200, other 100
+  const StepBreakdown& b = a.steps[1].breakdown;
+  EXPECT_EQ(a.steps[1].duration(), 1000);
+  EXPECT_EQ(b[Phase::kData], 400);
+  EXPECT_EQ(b[Phase::kForward], 100);
+  EXPECT_EQ(b[Phase::kBackward], 200);
+  EXPECT_EQ(b[Phase::kOptimizer], 200);
+  EXPECT_EQ(b[Phase::kOther], 100);
+  EXPECT_FALSE(a.steps[0].steady);  // first step: warm-up
+  EXPECT_EQ(a.excluded, 1u);
+  EXPECT_EQ(a.median.total(), a.median_ns);
+}
+
+TEST(Steps, BackwardPassesWithoutOptimizerOrDataLoader) {
+  RunBuilder rb;
+  for (int i = 0; i < 5; ++i) {
+    const int64_t t = i * 100;
+    rb.event("aten::mm", OpKind::kOperator, t, t + 30, i);
+    rb.event("autograd::engine::evaluate_function: MmBackward0", OpKind::kOperator, t + 30, t + 70);
+    rb.event("MmBackward0", OpKind::kBackward, t + 31, t + 69, i);
+    rb.event("aten::sub_", OpKind::kOperator, t + 75, t + 90);  // the manual update
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_EQ(a.source, "backward");
+  EXPECT_EQ(a.count, 5u);
+}
+
+TEST(Layers, BackwardGoesToTheModuleOpenWhenItsForwardOpRan) {
+  // GIVEN modules Net(0) > fc(1), conv(2); forward ops with seq 7 (in fc),
+  // 8 (in conv); backward nodes for both, fc's 9x longer
+  RunBuilder rb;
+  rb.run.modules = {ModuleInfo{"Net", "Net", 10, -1}, ModuleInfo{"fc", "Linear", 6, 0},
+                    ModuleInfo{"conv", "Conv2d", 4, 0}};
+  rb.module(0, 0, 100);
+  rb.module(1, 10, 40);
+  rb.module(2, 50, 90);
+  rb.event("aten::linear", OpKind::kOperator, 12, 38, 7);  // peeks seq 7
+  rb.event("aten::addmm", OpKind::kOperator, 15, 35, 7);   // the latest start with seq 7
+  rb.event("aten::conv2d", OpKind::kOperator, 55, 85, 8);
+  rb.event("AddmmBackward0", OpKind::kBackward, 200, 290, 7);
+  rb.event("ConvolutionBackward0", OpKind::kBackward, 300, 310, 8);
+  rb.event("AccumulateGrad", OpKind::kBackward, 320, 330, 99);  // no forward op: unattributed
+  rb.finish();
+  const LayerAnalysis a = analyze_layers(rb.run);
+  auto find = [&](const std::string& n) {
+    for (const auto& l : a.layers)
+      if (l.name == n) return l;
+    return LayerStats{};
+  };
+  EXPECT_EQ(find("fc").backward_ns, 90);
+  EXPECT_EQ(find("conv").backward_ns, 10);
+  EXPECT_EQ(find("Net").backward_ns, 100);  // blocks include their children
+  EXPECT_EQ(find("fc").forward_ns, 30);
+  EXPECT_EQ(find("Net").forward_ns, 100);
+  EXPECT_TRUE(find("fc").leaf);
+  EXPECT_FALSE(find("Net").leaf);
+  EXPECT_EQ(a.backward_unattributed_ns, 10);
+  EXPECT_EQ(a.layers.front().name, "Net");
+}
+
+}  // namespace
+}  // namespace torchneck
