@@ -7,6 +7,7 @@ import os
 import platform
 import sys
 import threading
+import weakref
 
 
 def _usable_cores():
@@ -36,55 +37,41 @@ class EnvCollector:
         self.dataloaders = []
         self.notes = []
         self.optimizers = []
-        self._seen = set()
-        self._original_init = None
-        self._original_opt_init = None
+        self._seen = weakref.WeakSet()  # ids could be reused by later objects
+        self._wrapped = []  # (class, original __init__)
 
     def install(self):
-        try:
-            from torch.utils.data import DataLoader
-        except ImportError as e:  # pragma: no cover - torch without data utils
-            self.notes.append(f"DataLoader settings not recorded: {e}")
-            return
-        original = DataLoader.__init__
-        collector = self
+        """Wraps DataLoader.__init__ and Optimizer.__init__ so each new
+        object is recorded once (subclasses calling super() included)."""
+        from torch.optim import Optimizer
+        from torch.utils.data import DataLoader
+
+        self._wrap(DataLoader, self._record)
+        # How many optimizers step per iteration (a GAN has two).
+        self._wrap(Optimizer, self._record_optimizer)
+
+    def _wrap(self, cls, record):
+        original = cls.__init__
+        seen = self._seen
 
         @functools.wraps(original)
-        def __init__(self, *args, **kwargs):
-            original(self, *args, **kwargs)
-            if id(self) not in collector._seen:
-                collector._seen.add(id(self))
-                collector._record(self)
+        def __init__(obj, *args, **kwargs):
+            original(obj, *args, **kwargs)
+            try:
+                if obj in seen:
+                    return
+                seen.add(obj)
+            except TypeError:  # not weak-referenceable: record every call
+                pass
+            record(obj)
 
-        DataLoader.__init__ = __init__
-        self._original_init = original
-
-        # Optimizers: how many step per iteration (a GAN has two) and their settings.
-        from torch.optim import Optimizer
-
-        original_opt = Optimizer.__init__
-
-        @functools.wraps(original_opt)
-        def opt_init(self, *args, **kwargs):
-            original_opt(self, *args, **kwargs)
-            if id(self) not in collector._seen:
-                collector._seen.add(id(self))
-                collector._record_optimizer(self)
-
-        Optimizer.__init__ = opt_init
-        self._original_opt_init = original_opt
+        cls.__init__ = __init__
+        self._wrapped.append((cls, original))
 
     def uninstall(self):
-        if self._original_init is not None:
-            from torch.utils.data import DataLoader
-
-            DataLoader.__init__ = self._original_init
-            self._original_init = None
-        if self._original_opt_init is not None:
-            from torch.optim import Optimizer
-
-            Optimizer.__init__ = self._original_opt_init
-            self._original_opt_init = None
+        for cls, original in reversed(self._wrapped):
+            cls.__init__ = original
+        self._wrapped.clear()
 
     def _record_optimizer(self, opt):
         groups = getattr(opt, "param_groups", [])
