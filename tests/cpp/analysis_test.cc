@@ -85,6 +85,24 @@ TEST(Steps, TwoOptimizersPerIterationCountOnce) {
   EXPECT_EQ(a.median.total(), a.median_ns);
 }
 
+TEST(Steps, ProfilerStepScopesComeFirst) {
+  // GIVEN torch.profiler's ProfilerStep#N scopes around optimizer-stepped iterations
+  RunBuilder rb;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t = i * 100;
+    rb.event("ProfilerStep#" + std::to_string(i + 5), OpKind::kUserScope, t, t + 90);
+    rb.event("aten::mm", OpKind::kOperator, t + 10, t + 40, i);
+    rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t + 50, t + 80);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_EQ(a.source, "profiler_step");
+  ASSERT_EQ(a.count, 3u);
+  EXPECT_EQ(a.steps[2].start_ns, 200);
+  EXPECT_EQ(a.steps[2].end_ns, 290);
+  EXPECT_EQ(a.steps[2].breakdown[Phase::kOptimizer], 30);
+}
+
 TEST(Steps, BackwardPassesWithoutOptimizerOrDataLoader) {
   RunBuilder rb;
   for (int i = 0; i < 5; ++i) {
