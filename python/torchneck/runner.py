@@ -123,7 +123,6 @@ def run(options):
     interrupted = False
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)
-    saved_main = sys.modules.get("__main__")
     t0 = time.perf_counter()
     cpu0 = time.thread_time()
     session.start()
@@ -146,9 +145,9 @@ def run(options):
         main_cpu = time.thread_time() - cpu0
         facts.uninstall()
     script_argv = sys.argv
+    # The script's module stays sys.modules["__main__"]: its atexit handlers
+    # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path
-    if saved_main is not None:
-        sys.modules.setdefault("__main__", saved_main)
 
     run_info = {
         "script": target.display,
