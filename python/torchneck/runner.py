@@ -106,11 +106,26 @@ def _print_script_traceback(exc):
     traceback.print_exception(type(exc), exc, tb)
 
 
+def _load_native():
+    """torch, then the extension (it links the libtorch that torch loaded);
+    a missing one is a one-line error, not a traceback."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise UsageError(f"{sys.executable} cannot import torch ({e}); run torchneck with the Python "
+                         "that runs your training (PYTHON=... make build)") from None
+    try:
+        from torchneck import _torchneck
+    except ImportError as e:
+        raise UsageError(f"the native part of torchneck is not built for {sys.executable} ({e}); "
+                         "run `make build` in the torchneck folder") from None
+    return _torchneck
+
+
 def run(options):
     target = _Target(options)  # UsageError before anything starts
+    _torchneck = _load_native()
     out_dir = output.prepare_dir(options.output, target.display)
-    import torch  # noqa: F401  (the extension links the same libtorch)
-    from torchneck import _torchneck
 
     session = _torchneck.Session(
         python_mode=options.python_mode,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import TOOL, load_profile, run_plain, run_tool, script
+from conftest import PYTHON, ROOT, TOOL, load_profile, run_plain, run_tool, script
 
 
 @pytest.mark.parametrize("how", ["ok", "raise", "exit3", "exitstr", "sigint"])
@@ -97,3 +97,18 @@ def test_bad_options_are_one_line_errors(args):
     r = run_tool(args)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_native_extension_is_a_one_line_error(tmp_path):
+    # GIVEN the Python package without its built extension
+    import shutil
+    pkg = tmp_path / "pkg" / "torchneck"
+    shutil.copytree(os.path.join(ROOT, "python", "torchneck"), pkg,
+                    ignore=shutil.ignore_patterns("_torchneck*.so", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "pkg"))
+    r = subprocess.run([PYTHON, "-m", "torchneck", "-o", str(tmp_path / "out"), script("marker.py")],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "make build" in lines[0], r.stderr
+    assert not (tmp_path / "out").exists()
