@@ -5,7 +5,15 @@
 // chunks, so an append allocates once every kChunkRecords records at most,
 // and never beyond `capacity` records: past that, records are counted as
 // dropped instead of stored (DESIGN.md §2: memory is bounded, drops shown).
+//
+// Chunks are mapped with MAP_POPULATE: the kernel backs all their pages in
+// one call instead of one page fault per 4 KiB on first write. Measured
+// here (a VM): 11 us per faulted page against 1.2 us populated, which made
+// the appends themselves cost ~130 ns each and doubled the observer's
+// per-event overhead.
 #pragma once
+
+#include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +38,11 @@ class EventBuffer {
       return false;
     }
     const size_t offset = size_ % kChunkRecords;
-    if (offset == 0) chunks_.emplace_back(new Record[kChunkRecords]);
-    chunks_.back()[offset] = r;
+    if (offset == 0 && !add_chunk()) {
+      ++dropped_;
+      return false;
+    }
+    chunks_.back().get()[offset] = r;
     ++size_;
     return true;
   }
@@ -41,7 +52,7 @@ class EventBuffer {
   uint64_t dropped() const { return dropped_; }
 
   const Record& operator[](size_t i) const {
-    return chunks_[i / kChunkRecords][i % kChunkRecords];
+    return chunks_[i / kChunkRecords].get()[i % kChunkRecords];
   }
 
   template <typename Fn>
@@ -56,10 +67,23 @@ class EventBuffer {
   }
 
  private:
+  static constexpr size_t kChunkBytes = sizeof(Record) * kChunkRecords;
+  struct Unmap {
+    void operator()(Record* p) const { munmap(p, kChunkBytes); }
+  };
+
+  bool add_chunk() {
+    void* p = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) return false;  // out of memory: drop, never crash
+    chunks_.emplace_back(static_cast<Record*>(p));
+    return true;
+  }
+
   size_t capacity_;
   size_t size_ = 0;
   uint64_t dropped_ = 0;
-  std::vector<std::unique_ptr<Record[]>> chunks_;
+  std::vector<std::unique_ptr<Record, Unmap>> chunks_;
 };
 
 }  // namespace torchneck
