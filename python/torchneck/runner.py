@@ -106,6 +106,47 @@ def _print_script_traceback(exc):
     traceback.print_exception(type(exc), exc, tb)
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so the report is still written."""
+
+
+def _install_sigterm():
+    """SIGTERM (a scheduler, `kill`) would end the process before any report.
+    Turn the first one into an exception in the script's main thread; the
+    process still dies by SIGTERM afterwards. A second SIGTERM, or one
+    received in a forked child (DataLoader worker), acts as the default."""
+    launcher_pid = os.getpid()
+
+    def on_sigterm(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if os.getpid() != launcher_pid:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise _Terminated()
+
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, on_sigterm)
+            return on_sigterm
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+    return None
+
+
+def _uninstall_sigterm(handler):
+    """Back to the default once the script is over (unless it set its own)."""
+    if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _die_by(signum):
+    """Exit the way an unhandled signal would: the parent sees the signal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def _load_native():
     """torch, then the extension (it links the libtorch that torch loaded);
     a missing one is a one-line error, not a traceback."""
@@ -135,11 +176,12 @@ def run(options):
     )
     facts = envfacts.EnvCollector()
     facts.install()
-    interrupted = False
+    died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)
     t0 = time.perf_counter()
     cpu0 = time.thread_time()
+    sigterm_handler = _install_sigterm()
     session.start()
     try:
         target.run()
@@ -148,13 +190,18 @@ def run(options):
     except KeyboardInterrupt as e:
         session.stop()
         _print_script_traceback(e)
-        interrupted = True
+        died_by = signal.SIGINT
         exit_code = 128 + signal.SIGINT
+    except _Terminated:
+        session.stop()
+        died_by = signal.SIGTERM
+        exit_code = 128 + signal.SIGTERM
     except BaseException as e:  # noqa: B902 - the script's own error
         session.stop()
         _print_script_traceback(e)
         exit_code = 1
     finally:
+        _uninstall_sigterm(sigterm_handler)
         session.stop()
         wall = time.perf_counter() - t0
         main_cpu = time.thread_time() - cpu0
@@ -176,11 +223,8 @@ def run(options):
         "notes": facts.notes,
     }
     output.report(session, run_info, facts.snapshot(), out_dir)
-    if interrupted:
-        # What Python does for an uncaught KeyboardInterrupt: die by SIGINT,
-        # so the parent shell sees the signal.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+    if died_by is not None:
+        # What Python does for an uncaught KeyboardInterrupt, and what the
+        # default SIGTERM action is: die by the signal.
+        _die_by(died_by)
     return exit_code

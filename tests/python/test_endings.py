@@ -61,6 +61,28 @@ def test_sigint_from_outside_gives_pythons_status_and_a_report(tmp_path):
     assert load_profile(out)["run"]["exit_code"] == 128 + signal.SIGINT
 
 
+def test_sigterm_gives_the_default_death_and_still_a_report(tmp_path):
+    # GIVEN the status plain Python gets when SIGTERM arrives (the oracle)
+    def run_and_term(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line, deadline = "", time.monotonic() + 120
+        while "ready" not in line and time.monotonic() < deadline:
+            line = p.stdout.readline()
+        assert "ready" in line
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=120)
+        return p.returncode
+    plain = run_and_term([PYTHON, script("endings.py"), "wait"])
+    out = str(tmp_path / "out")
+    got = run_and_term([TOOL, "run", "-o", out, script("endings.py"), "wait"])
+    # THEN torchneck dies the same way, after writing the report
+    assert plain == -signal.SIGTERM
+    assert got == plain
+    prof = load_profile(out)
+    assert prof["run"]["exit_code"] == 128 + signal.SIGTERM
+    assert any(op["name"] == "aten::mm" for op in prof["ops"])
+
+
 @pytest.mark.parametrize("case", ["missing", "directory", "syntax", "nul", "bad_output", "no_module"])
 def test_bad_target_is_one_line_error_exit_2_before_the_script_starts(case, tmp_path):
     marker = tmp_path / "started"
