@@ -179,9 +179,51 @@ def run(options):
     died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)
+    launcher_pid = os.getpid()
+    # The main thread's CPU clock, readable from any thread (os._exit may be
+    # called from one).
+    main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
+    ended = []
+
+    def finish(code):
+        """Stops the collectors and writes the report, once."""
+        if ended:
+            return
+        ended.append(code)
+        _uninstall_sigterm(sigterm_handler)
+        session.stop()
+        wall = time.perf_counter() - t0
+        main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
+        facts.uninstall()
+        run_info = {
+            "script": target.display,
+            "argv": [str(a) for a in sys.argv],
+            "exit_code": code,
+            "wall_s": wall,
+            "main_thread_cpu_s": main_cpu,
+            "top": options.top,
+            "thread_names": envfacts.thread_names(),
+            "main_tid": threading.main_thread().native_id,
+            "notes": facts.notes,
+        }
+        output.report(session, run_info, facts.snapshot(), out_dir)
+
+    real_exit = os._exit
+
+    def exit_now(code):
+        """os._exit skips every cleanup: write the report first (in this
+        process only, not in a forked child such as a DataLoader worker)."""
+        if os.getpid() == launcher_pid:
+            try:
+                finish(int(code) & 0xFF)
+            except BaseException:  # noqa: B902 - exiting regardless
+                pass
+        real_exit(code)
+
     t0 = time.perf_counter()
-    cpu0 = time.thread_time()
+    cpu0 = time.clock_gettime(main_cpu_clock)
     sigterm_handler = _install_sigterm()
+    os._exit = exit_now
     session.start()
     try:
         target.run()
@@ -201,28 +243,12 @@ def run(options):
         _print_script_traceback(e)
         exit_code = 1
     finally:
-        _uninstall_sigterm(sigterm_handler)
+        os._exit = real_exit
         session.stop()
-        wall = time.perf_counter() - t0
-        main_cpu = time.thread_time() - cpu0
-        facts.uninstall()
-    script_argv = sys.argv
+    finish(exit_code)
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path
-
-    run_info = {
-        "script": target.display,
-        "argv": [str(a) for a in script_argv],
-        "exit_code": exit_code,
-        "wall_s": wall,
-        "main_thread_cpu_s": main_cpu,
-        "top": options.top,
-        "thread_names": envfacts.thread_names(),
-        "main_tid": threading.main_thread().native_id,
-        "notes": facts.notes,
-    }
-    output.report(session, run_info, facts.snapshot(), out_dir)
     if died_by is not None:
         # What Python does for an uncaught KeyboardInterrupt, and what the
         # default SIGTERM action is: die by the signal.

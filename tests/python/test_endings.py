@@ -12,7 +12,7 @@ import pytest
 from conftest import PYTHON, ROOT, TOOL, load_profile, run_plain, run_tool, script
 
 
-@pytest.mark.parametrize("how", ["ok", "raise", "exit3", "exitstr", "sigint"])
+@pytest.mark.parametrize("how", ["ok", "raise", "exit3", "exitstr", "osexit", "sigint"])
 def test_exit_status_matches_plain_python_and_report_is_written(how, tmp_path):
     plain = run_plain([script("endings.py"), how])
     out = str(tmp_path / "out")

@@ -1,4 +1,4 @@
-"""Ends in the way argv[1] says: ok, raise, exit3, exitstr, sigint.
+"""Ends in the way argv[1] says: ok, raise, exit3, exitstr, osexit, sigint.
 Does a little torch work first so the report has content."""
 
 import os
@@ -19,6 +19,9 @@ if how == "exit3":
     sys.exit(3)
 if how == "exitstr":
     sys.exit("stopping with a message")
+if how == "osexit":
+    sys.stdout.flush()
+    os._exit(7)
 if how == "sigint":
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(5)
