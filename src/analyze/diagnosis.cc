@@ -71,7 +71,7 @@ std::string balanced_verdict(const StepAnalysis& s) {
   std::string v = "No dominant bottleneck: the median step (" + fmt_ms(s.median_ns) + ") splits into";
   for (int p = 0; p < kNumPhases; ++p) {
     v += std::string(p ? ", " : " ") + phase_name(static_cast<Phase>(p)) + " " +
-         fmt_pct(fraction(s.median.ns[p], s.median_ns));
+         fmt_pct(share(s.median.ns[p], s.median_ns));
   }
   return v + ".";
 }
@@ -79,13 +79,9 @@ std::string balanced_verdict(const StepAnalysis& s) {
 }  // namespace
 
 double loading_cpu_fraction(const DiagnosisInput& in) {
-  const double data = fraction(in.steps.median[Phase::kData], in.steps.median_ns);
+  const double data = share(in.steps.median[Phase::kData], in.steps.median_ns);
   if (in.main_cpu_fraction < 0 || data <= 0) return -1;
   return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
-}
-
-double fraction(int64_t part, int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
 std::string fmt_ms(int64_t ns) {

@@ -9,6 +9,7 @@
 
 #include "analyze/layers.h"
 #include "analyze/steps.h"
+#include "analyze/summary.h"  // share()
 #include "model/run.h"
 
 namespace torchneck {
@@ -69,6 +70,5 @@ void detect_optimizer_heavy(const DiagnosisInput& in, std::vector<Finding>& out)
 // Shared helpers for detectors' text.
 std::string fmt_ms(int64_t ns);       // "12.3 ms"
 std::string fmt_pct(double fraction);  // "42 %"
-double fraction(int64_t part, int64_t whole);
 
 }  // namespace torchneck

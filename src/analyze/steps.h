@@ -18,6 +18,8 @@ struct StepBreakdown {
   int64_t ns[kNumPhases] = {0, 0, 0, 0, 0};
   int64_t total() const;
   int64_t operator[](Phase p) const { return ns[static_cast<int>(p)]; }
+  // Forward + backward + optimizer: the work a faster model would shrink.
+  int64_t compute() const { return (*this)[Phase::kForward] + (*this)[Phase::kBackward] + (*this)[Phase::kOptimizer]; }
 };
 
 struct Step {

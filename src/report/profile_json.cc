@@ -98,7 +98,7 @@ void write_breakdown(JsonWriter& w, const char* key, const StepBreakdown& b, boo
   for (int p = 0; p < kNumPhases; ++p) {
     const auto phase = static_cast<Phase>(p);
     w.key(phase_name(phase));
-    if (as_pct) w.value(100.0 * fraction(b[phase], total));
+    if (as_pct) w.value(100.0 * share(b[phase], total));
     else w.value(ns_to_ms(b[phase]));
   }
   w.end_object();

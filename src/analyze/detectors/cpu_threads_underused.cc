@@ -17,9 +17,9 @@ void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>
   const StepAnalysis& s = in.steps;
   const int64_t T = s.median_ns;
   if (T <= 0 || s.ops_per_step <= 0) return;
-  const int64_t compute = s.median[Phase::kForward] + s.median[Phase::kBackward] + s.median[Phase::kOptimizer];
+  const int64_t compute = s.median.compute();
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
-  if (fraction(compute, T) < kComputeShare || mean_op_us < kParallelOpUs) return;
+  if (share(compute, T) < kComputeShare || mean_op_us < kParallelOpUs) return;
   Finding f;
   f.id = "cpu_threads_underused";
   f.severity = "medium";
@@ -27,7 +27,7 @@ void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>
             " usable CPU cores for compute-bound operators";
   f.evidence.push_back("torch.get_num_threads() = " + std::to_string(in.env.torch_threads) + ", " +
                        std::to_string(in.env.cpu_cores) + " cores in the process's affinity mask");
-  f.evidence.push_back("forward + backward + optimizer are " + fmt_pct(fraction(compute, T)) +
+  f.evidence.push_back("forward + backward + optimizer are " + fmt_pct(share(compute, T)) +
                        " of the step; mean operator self time " + std::to_string(static_cast<int64_t>(mean_op_us)) + " us");
   f.recommendation = "torch.set_num_threads(" + std::to_string(in.env.cpu_cores) +
                      ") at the start of the script (or OMP_NUM_THREADS=" + std::to_string(in.env.cpu_cores) +

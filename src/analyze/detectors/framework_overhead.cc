@@ -26,22 +26,22 @@ void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& o
   const int64_t T = s.median_ns;
   if (T <= 0 || s.ops_per_step < kManyOpsPerStep) return;
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
-  const int64_t compute = s.median[Phase::kForward] + s.median[Phase::kBackward] + s.median[Phase::kOptimizer];
-  if (mean_op_us > kTinyOpUs || fraction(compute, T) < kComputeShare) return;
+  const int64_t compute = s.median.compute();
+  if (mean_op_us > kTinyOpUs || share(compute, T) < kComputeShare) return;
   Finding f;
   f.id = "framework_overhead";
-  f.severity = fraction(compute, T) >= 0.7 ? "high" : "medium";
+  f.severity = share(compute, T) >= 0.7 ? "high" : "medium";
   f.title = "Framework overhead: " + std::to_string(static_cast<int64_t>(s.ops_per_step)) +
             " tiny operators per step, " + std::to_string(static_cast<int64_t>(mean_op_us + 0.5)) + " us each";
   f.evidence.push_back(std::to_string(static_cast<int64_t>(s.ops_per_step)) + " operator calls per step on the main thread, mean self time " +
                        std::to_string(mean_op_us).substr(0, 4) + " us");
   f.evidence.push_back("forward + backward + optimizer " + fmt_ms(compute) + " of a " + fmt_ms(T) + " step (" +
-                       fmt_pct(fraction(compute, T)) + ")");
+                       fmt_pct(share(compute, T)) + ")");
   f.recommendation =
       "Do the same work in fewer, larger operators: batch the small layers (one nn.Linear over stacked "
       "inputs or torch.bmm instead of many small ones), replace Python loops over tensors with whole-tensor "
       "ops, and on torch >= 2.0 compile the model (model = torch.compile(model)); use a larger batch";
-  f.estimated_gain_pct = 100.0 * kAssumedSaving * fraction(compute, T);
+  f.estimated_gain_pct = 100.0 * kAssumedSaving * share(compute, T);
   f.gain_arithmetic = "compute " + fmt_ms(compute) + " x 80 % (ops fused or batched away) / step " + fmt_ms(T);
   out.push_back(std::move(f));
 }

@@ -49,16 +49,16 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   for (const LayerStats& l : in.layers)
     if (l.leaf && l.depth > 0 && (heavy == nullptr || l.combined() > heavy->combined())) heavy = &l;
   if (heavy == nullptr) return;
-  const double share = fraction(heavy->combined(), model_total);
-  if (share < kHeavyLayerShare) return;
+  const double part = share(heavy->combined(), model_total);
+  if (part < kHeavyLayerShare) return;
   const StepAnalysis& s = in.steps;
   const int64_t T = s.median_ns;
-  const double compute = fraction(s.median[Phase::kForward] + s.median[Phase::kBackward], T);
+  const double compute = share(s.median[Phase::kForward] + s.median[Phase::kBackward], T);
   if (compute < kMinComputeShare) return;
   Finding f;
   f.id = "heavy_layer";
-  f.severity = share >= kHeavyLayerHighShare && compute >= kComputeShareForHigh ? "high" : "medium";
-  f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(share) +
+  f.severity = part >= kHeavyLayerHighShare && compute >= kComputeShareForHigh ? "high" : "medium";
+  f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
                        fmt_ms(heavy->backward_ns) + " over " + std::to_string(heavy->calls) + " calls, " +

@@ -22,8 +22,8 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
   const int64_t T = s.median_ns;
   const int64_t D = s.median[Phase::kData];
-  const double share = fraction(D, T);
-  if (T <= 0 || share < kInputBoundShare) return;
+  const double part = share(D, T);
+  if (T <= 0 || part < kInputBoundShare) return;
   const int64_t C = T - D;  // the rest of the step: what workers can overlap with
   const int64_t cores = std::max<int64_t>(1, in.env.cpu_cores);
   int64_t workers = 0;
@@ -34,10 +34,10 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   }
   Finding f;
   f.id = "input_bound";
-  f.severity = share >= kInputBoundHighShare ? "high" : "medium";
-  f.title = "Input-bound: the training loop waits for data " + fmt_pct(share) + " of each step";
+  f.severity = part >= kInputBoundHighShare ? "high" : "medium";
+  f.title = "Input-bound: the training loop waits for data " + fmt_pct(part) + " of each step";
   f.evidence.push_back("median step " + fmt_ms(T) + ", of which " + fmt_ms(D) +
-                       " waiting in DataLoader __next__ (" + fmt_pct(share) + ")");
+                       " waiting in DataLoader __next__ (" + fmt_pct(part) + ")");
   f.evidence.push_back(std::to_string(s.steps.size() - s.excluded) + " steady steps (" + s.source +
                        " boundaries), " + std::to_string(s.excluded) + " warm-up/outlier steps excluded");
   // Workers load batches in parallel with the step. CPU-bound loading can use
@@ -60,7 +60,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     const int64_t loading = D;  // with no workers, the wait is the loading cost itself
     const int64_t best = std::max(C, loading / suggested);
     const int64_t likely = std::max(C, loading / parallel);
-    f.estimated_gain_pct = 100.0 * fraction(T - likely, T);
+    f.estimated_gain_pct = 100.0 * share(T - likely, T);
     f.gain_arithmetic = "step " + fmt_ms(T) + " -> max(rest of step " + fmt_ms(C) + ", loading " + fmt_ms(loading) +
                         " / " + std::to_string(parallel) + " parallel worker(s)) = " + fmt_ms(likely);
     if (!waits)
@@ -74,7 +74,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     if (more > workers) {
       // The wait shrinks as the producing rate grows with the worker count.
       const int64_t likely = C + D * workers / more;
-      f.estimated_gain_pct = 100.0 * fraction(T - likely, T);
+      f.estimated_gain_pct = 100.0 * share(T - likely, T);
       f.gain_arithmetic = "wait " + fmt_ms(D) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
                           " workers -> step " + fmt_ms(likely);
     } else {

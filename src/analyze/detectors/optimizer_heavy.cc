@@ -21,12 +21,12 @@ void detect_optimizer_heavy(const DiagnosisInput& in, std::vector<Finding>& out)
   const StepAnalysis& s = in.steps;
   const int64_t T = s.median_ns;
   const int64_t O = s.median[Phase::kOptimizer];
-  const double share = fraction(O, T);
-  if (T <= 0 || share < kOptimizerShare) return;
+  const double part = share(O, T);
+  if (T <= 0 || part < kOptimizerShare) return;
   Finding f;
   f.id = "optimizer_heavy";
-  f.severity = share >= kOptimizerHighShare ? "high" : "medium";
-  f.title = "The optimizer takes " + fmt_pct(share) + " of each step";
+  f.severity = part >= kOptimizerHighShare ? "high" : "medium";
+  f.title = "The optimizer takes " + fmt_pct(part) + " of each step";
   f.evidence.push_back("optimizer step + zero_grad " + fmt_ms(O) + " of a " + fmt_ms(T) + " median step");
   bool foreach = false;
   int64_t tensors = 0;
@@ -43,7 +43,7 @@ void detect_optimizer_heavy(const DiagnosisInput& in, std::vector<Finding>& out)
   f.recommendation = std::string(foreach ? "" : "pass foreach=True to the optimizer (e.g. torch.optim.AdamW(params, lr, foreach=True)); ") +
                      (v2 && in.env.cuda ? "on GPU try fused=True; " : "") +
                      "call optimizer.zero_grad(set_to_none=True)" + (v2 ? " (the default in torch 2.x)" : "");
-  f.estimated_gain_pct = 100.0 * kAssumedSaving * share * (foreach ? 0.2 : 1.0);
+  f.estimated_gain_pct = 100.0 * kAssumedSaving * part * (foreach ? 0.2 : 1.0);
   f.gain_arithmetic = "optimizer " + fmt_ms(O) + " x " + (foreach ? "10 %" : "50 %") +
                       " (multi-tensor updates) / step " + fmt_ms(T);
   out.push_back(std::move(f));

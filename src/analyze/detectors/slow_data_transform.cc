@@ -28,13 +28,13 @@ void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& 
   const StepAnalysis& s = in.steps;
   const int64_t T = s.median_ns;
   if (T <= 0 || in.data_functions.empty() || in.data_python_ns <= 0) return;
-  if (fraction(s.median[Phase::kData], T) < kDataShareForTransforms) return;
+  if (share(s.median[Phase::kData], T) < kDataShareForTransforms) return;
   // Loading that mostly waits (sleep, I/O) is not made faster by cheaper
   // Python: input_bound covers it.
   const double loading_cpu = loading_cpu_fraction(in);
   if (loading_cpu >= 0 && loading_cpu < kComputingLoad) return;
   const DataFunction& top = in.data_functions.front();
-  if (fraction(top.self_ns, in.data_python_ns) < kTopFunctionShareOfData) return;
+  if (share(top.self_ns, in.data_python_ns) < kTopFunctionShareOfData) return;
   const double steps = static_cast<double>(std::max<size_t>(1, s.steps.size()));
   Finding f;
   f.id = "slow_data_transform";
@@ -47,14 +47,14 @@ void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& 
     shown += d.self_ns;
     f.evidence.push_back(d.function + " (" + base_name(d.file) + ":" + std::to_string(d.line) + "): " +
                          fmt_ms(static_cast<int64_t>(static_cast<double>(d.self_ns) / steps)) + " per step, " +
-                         fmt_pct(fraction(d.self_ns, in.data_python_ns)) + " of Python time in data loading");
+                         fmt_pct(share(d.self_ns, in.data_python_ns)) + " of Python time in data loading");
   }
   f.recommendation = "Vectorise " + top.function +
                      " (whole-tensor torch/numpy ops instead of per-element Python), or run it in DataLoader "
                      "workers (num_workers > 0) so it overlaps the training step";
   const double per_step = static_cast<double>(shown) / steps;
   const double gain = kVectorisedSaving * per_step / static_cast<double>(T);
-  f.estimated_gain_pct = 100.0 * std::min(gain, fraction(s.median[Phase::kData], T));
+  f.estimated_gain_pct = 100.0 * std::min(gain, share(s.median[Phase::kData], T));
   f.gain_arithmetic = "top functions " + fmt_ms(static_cast<int64_t>(per_step)) + " per step x 90 % (assuming a 10x faster vectorised version) / step " + fmt_ms(T);
   out.push_back(std::move(f));
 }
