@@ -38,6 +38,7 @@ class EnvCollector:
         self.notes = []
         self.optimizers = []
         self._seen = weakref.WeakSet()  # ids could be reused by later objects
+        self.on_change = None  # called after a new DataLoader or optimizer is recorded
         self._wrapped = []  # (class, original __init__)
 
     def install(self):
@@ -64,6 +65,8 @@ class EnvCollector:
             except TypeError:  # not weak-referenceable: record every call
                 pass
             record(obj)
+            if self.on_change is not None:
+                self.on_change()
 
         cls.__init__ = __init__
         self._wrapped.append((cls, original))

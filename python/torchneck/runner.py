@@ -11,6 +11,7 @@ import time
 import traceback
 import types
 
+from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import output
 from torchneck.cli import UsageError
@@ -175,7 +176,22 @@ def run(options):
         timeline_events_per_thread=options.timeline_events,
     )
     facts = envfacts.EnvCollector()
+    start_unix = time.time()
+
+    def static_info():
+        return {"script": target.display, "argv": [str(a) for a in target.argv],
+                "start_unix_s": start_unix, "notes": list(facts.notes)}
+
+    def env_changed():
+        """A spill (or a crash report) describes the environment as it is."""
+        try:
+            session.set_info(static_info(), facts.snapshot())
+        except Exception:  # noqa: BLE001 - facts for spills only; never break the script
+            pass
+
+    facts.on_change = env_changed
     facts.install()
+    guard = coexist.Guard(options)
     died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -185,7 +201,7 @@ def run(options):
     main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
     ended = []
 
-    def finish(code):
+    def finish(code, ending):
         """Stops the collectors and writes the report, once."""
         if ended:
             return
@@ -195,16 +211,19 @@ def run(options):
         wall = time.perf_counter() - t0
         main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
         facts.uninstall()
+        guard.uninstall()
         run_info = {
             "script": target.display,
             "argv": [str(a) for a in sys.argv],
             "exit_code": code,
+            "ending": ending,
+            "start_unix_s": start_unix,
             "wall_s": wall,
             "main_thread_cpu_s": main_cpu,
             "top": options.top,
             "thread_names": envfacts.thread_names(),
             "main_tid": threading.main_thread().native_id,
-            "notes": facts.notes,
+            "notes": facts.notes + guard.notes(),
         }
         output.report(session, run_info, facts.snapshot(), out_dir)
 
@@ -215,7 +234,7 @@ def run(options):
         process only, not in a forked child such as a DataLoader worker)."""
         if os.getpid() == launcher_pid:
             try:
-                finish(int(code) & 0xFF)
+                finish(int(code) & 0xFF, "os._exit")
             except BaseException:  # noqa: B902 - exiting regardless
                 pass
         real_exit(code)
@@ -225,27 +244,37 @@ def run(options):
     sigterm_handler = _install_sigterm()
     os._exit = exit_now
     session.start()
+    env_changed()
+    session.start_spill(out_dir, os.getcwd(), top=options.top,
+                        first_s=getattr(options, "spill_first_s", 1.0),
+                        max_interval_s=getattr(options, "spill_interval", 10.0))
+    guard.install()
+    ending = "finished"
     try:
         target.run()
     except SystemExit as e:
         exit_code = _exit_code(e)
+        ending = "sys.exit"
     except KeyboardInterrupt as e:
         session.stop()
         _print_script_traceback(e)
         died_by = signal.SIGINT
         exit_code = 128 + signal.SIGINT
+        ending = "KeyboardInterrupt"
     except _Terminated:
         session.stop()
         died_by = signal.SIGTERM
         exit_code = 128 + signal.SIGTERM
+        ending = "SIGTERM"
     except BaseException as e:  # noqa: B902 - the script's own error
         session.stop()
         _print_script_traceback(e)
         exit_code = 1
+        ending = "exception"
     finally:
         os._exit = real_exit
         session.stop()
-    finish(exit_code)
+    finish(exit_code, ending)
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path

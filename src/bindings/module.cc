@@ -5,17 +5,26 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <pthread.h>
+#include <time.h>
+
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
+#include "bindings/spiller.h"
 #include "collect/python/module_scopes.h"
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
 #include "collect/torch/op_observer.h"
+#include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
 #include "model/run.h"
+#include "model/run_io.h"
 #include "report/output_files.h"
 
 namespace py = pybind11;
@@ -43,6 +52,13 @@ class Session {
 
   void start() {
     if (started_) throw std::runtime_error("session already started");
+    main_tid_ = current_os_tid();
+    start_ns_ = now_ns();
+    if (pthread_getcpuclockid(pthread_self(), &main_cpu_clock_) == 0) {
+      main_cpu0_ = cpu_seconds();
+    } else {
+      main_cpu0_ = -1;
+    }
     std::string error;
     if (o_.ops) {
       OpObserverOptions oo;
@@ -64,7 +80,58 @@ class Session {
     started_ = true;
   }
 
+  // Periodic spills into out_dir and the fatal-signal report (spiller.h).
+  // After start(); the GIL is held.
+  void start_spill(const std::string& out_dir, const std::string& cwd, size_t top, double first_s,
+                   double max_interval_s, bool crash_handler) {
+    if (!started_ || stopped_) throw std::runtime_error("start the session before its spills");
+    SpillOptions so;
+    so.dir = out_dir;
+    so.cwd = cwd;
+    so.top = top;
+    so.first_s = first_s;
+    so.max_interval_s = max_interval_s;
+    so.crash_handler = crash_handler;
+    SpillSources src;
+    src.python = [this](Run& run) {  // GIL held
+      if (o_.python_mode == "trace") snapshot_tracer(run);
+      else if (o_.python_mode == "sample") snapshot_sampler(run);
+      if (o_.modules) snapshot_module_scopes(run);
+    };
+    src.native = [this](Run& run, int64_t wait_ns) {
+      const bool ok = !o_.ops || snapshot_op_observer(run, wait_ns);
+      fill_threads_and_strings(run, main_tid_);
+      return ok;
+    };
+    src.info = [this](Run& run) { fill_info(run); };
+    start_spiller(so, std::move(src));
+    spilling_ = true;
+  }
+
+  // What the script and its environment are, for spills (run_info and env
+  // as finish() takes them). Called at start and when the environment grows
+  // (a new DataLoader or optimizer).
+  void set_info(const py::dict& run_info, const py::dict& env) {
+    RunInfo ri;
+    ri.script = run_info["script"].cast<std::string>();
+    ri.argv = run_info["argv"].cast<std::vector<std::string>>();
+    ri.python_mode = o_.python_mode;
+    if (run_info.contains("start_unix_s")) ri.start_unix_s = run_info["start_unix_s"].cast<double>();
+    EnvFacts e;
+    fill_env(e, env);
+    std::vector<std::string> notes;
+    if (run_info.contains("notes")) notes = run_info["notes"].cast<std::vector<std::string>>();
+    std::lock_guard<std::mutex> lock(info_mu_);
+    info_ = std::move(ri);
+    env_ = std::move(e);
+    info_notes_ = std::move(notes);
+  }
+
   void stop() {
+    if (spilling_) {
+      stop_spiller();
+      spilling_ = false;
+    }
     if (!started_ || stopped_) return;
     if (o_.python_mode == "trace") stop_tracer();
     else if (o_.python_mode == "sample") stop_sampler();
@@ -85,6 +152,8 @@ class Session {
     run.run.wall_s = run_info["wall_s"].cast<double>();
     if (run_info.contains("main_thread_cpu_s")) run.run.main_thread_cpu_s = run_info["main_thread_cpu_s"].cast<double>();
     run.run.python_mode = o_.python_mode;
+    if (run_info.contains("ending")) run.run.ending = run_info["ending"].cast<std::string>();
+    if (run_info.contains("start_unix_s")) run.run.start_unix_s = run_info["start_unix_s"].cast<double>();
     if (run_info.contains("notes")) run.notes = run_info["notes"].cast<std::vector<std::string>>();
     fill_env(run.env, env);
     const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
@@ -99,15 +168,14 @@ class Session {
     {
       py::gil_scoped_release nogil;
       if (o_.ops) collect_op_observer(run);
-      for (const auto& t : registered_threads()) run.threads.push_back(ThreadInfo{t.os_tid, t.name});
-      for (size_t i = 0; i < run.threads.size(); ++i) {
-        auto& t = run.threads[i];
+      fill_threads_and_strings(run, main_tid != 0 ? main_tid : main_tid_);
+      for (auto& t : run.threads) {
         auto it = thread_names.find(t.os_tid);
         if (it != thread_names.end()) t.name = it->second;
-        if (t.os_tid == main_tid) run.main_thread = static_cast<uint32_t>(i);
       }
-      const StringInterner& strings = StringInterner::global();
-      for (uint32_t id = 0; id < strings.size(); ++id) run.strings.emplace_back(strings.lookup(id));
+      // The whole run, for `torchneck report DIR` (and in place of the last
+      // periodic spill, which it supersedes).
+      if (!out_dir.empty()) save_run(run, out_dir + "/profile.spill");
       OutputOptions out;
       out.dir = out_dir;
       out.cwd = cwd;
@@ -147,10 +215,42 @@ class Session {
     }
   }
 
+  double cpu_seconds() const {
+    struct timespec ts{};
+    if (clock_gettime(main_cpu_clock_, &ts) != 0) return -1;
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  }
+
+  // For spills, from the spill thread: the run so far. The lock is only
+  // tried for a while: a crashing thread may have died holding it.
+  void fill_info(Run& run) {
+    std::unique_lock<std::mutex> lock(info_mu_, std::defer_lock);
+    for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (lock.owns_lock()) {
+      run.run = info_;
+      run.env = env_;
+      run.notes.insert(run.notes.end(), info_notes_.begin(), info_notes_.end());
+    }
+    run.run.python_mode = o_.python_mode;
+    run.run.wall_s = ns_to_s(now_ns() - start_ns_);
+    const double cpu = main_cpu0_ >= 0 ? cpu_seconds() : -1;
+    run.run.main_thread_cpu_s = cpu >= 0 ? cpu - main_cpu0_ : -1;
+    run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
+  }
+
   SessionOptions o_;
   std::vector<std::string> notes_;
   bool started_ = false;
   bool stopped_ = false;
+  bool spilling_ = false;
+  uint64_t main_tid_ = 0;
+  int64_t start_ns_ = 0;
+  clockid_t main_cpu_clock_{};
+  double main_cpu0_ = -1;
+  std::mutex info_mu_;
+  RunInfo info_;
+  EnvFacts env_;
+  std::vector<std::string> info_notes_;
 };
 
 }  // namespace
@@ -174,9 +274,26 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05)
       .def("start", &Session::start)
+      .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
+           py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
+      .def("set_info", &Session::set_info, py::arg("run_info"), py::arg("env"))
       .def("stop", &Session::stop)
       .def("finish", &Session::finish, py::arg("run_info"), py::arg("env"), py::arg("out_dir"),
            py::arg("cwd"));
+  // `torchneck report DIR`: the full report again from DIR/profile.spill
+  // (after a kill -9, a fatal signal, or to see it once more).
+  m.def(
+      "report_from_spill",
+      [](const std::string& dir, const std::string& cwd, size_t top) {
+        py::gil_scoped_release nogil;
+        Run run = load_run(dir + "/profile.spill");
+        OutputOptions out;
+        out.dir = dir;
+        out.cwd = cwd;
+        out.summary.top_python = out.summary.top_ops = top;
+        return write_outputs(run, out);
+      },
+      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15);
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

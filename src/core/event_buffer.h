@@ -60,6 +60,22 @@ class EventBuffer {
     for (size_t i = 0; i < size_; ++i) fn((*this)[i]);
   }
 
+  // For a reader on another thread while the writer keeps appending (a
+  // periodic spill): call this while the writer is known to be outside
+  // append() (see op_observer's freeze); it returns the record count and
+  // the chunk pointers. Records below that count are never rewritten and
+  // their chunks never unmapped until clear(), so the caller may copy them
+  // with snapshot_copy() after letting the writer go on.
+  size_t snapshot_chunks(std::vector<const Record*>& chunks) const {
+    chunks.clear();
+    for (const auto& c : chunks_) chunks.push_back(c.get());
+    return size_;
+  }
+  static void snapshot_copy(const std::vector<const Record*>& chunks, size_t count,
+                            std::vector<Record>& out) {
+    for (size_t i = 0; i < count; ++i) out.push_back(chunks[i / kChunkRecords][i % kChunkRecords]);
+  }
+
   void clear() {
     chunks_.clear();
     size_ = 0;

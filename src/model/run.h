@@ -44,6 +44,11 @@ struct RunInfo {
   double wall_s = 0;
   double main_thread_cpu_s = -1;  // CPU time of the main thread during the run, -1 unknown
   std::string python_mode;        // "sample", "trace" or "off"
+  // How the run ended, in words: "finished", "exception", "KeyboardInterrupt",
+  // "SIGTERM", "os._exit", "fatal signal SIGSEGV", or "still running" for a
+  // periodic spill (the state the last spill saw).
+  std::string ending = "finished";
+  double start_unix_s = 0;        // wall-clock start, seconds since the epoch
 };
 
 struct ThreadInfo {

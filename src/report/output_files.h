@@ -19,7 +19,4 @@ struct OutputOptions {
 // one-line message when a file cannot be written.
 std::string write_outputs(const Run& run, const OutputOptions& options);
 
-// Writes `data` to `path` atomically (tmp + rename). Throws on failure.
-void write_file_atomically(const std::string& path, const std::string& data);
-
 }  // namespace torchneck

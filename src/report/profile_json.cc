@@ -13,6 +13,7 @@ void write_run(JsonWriter& w, const RunInfo& r) {
   for (const auto& a : r.argv) w.value(a);
   w.end_array();
   w.field("exit_code", r.exit_code);
+  w.field("ending", r.ending);
   w.field("wall_s", r.wall_s);
   w.field("python_mode", r.python_mode);
   w.end_object();

@@ -180,8 +180,21 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   const Summary& s = analysis.summary;
   std::string out;
   out += "==================================== torchneck ====================================\n";
-  appendf(out, "Run: %s — exit status %d, %.2f s wall, Python profile: %s\n", run.run.script.c_str(),
-          run.run.exit_code, run.run.wall_s, run.run.python_mode.c_str());
+  if (run.run.ending == "still running") {
+    // A periodic spill, read back by `torchneck report` after the process
+    // vanished without a word (kill -9, out-of-memory killer, power).
+    appendf(out, "Run: %s — no final report: the process ended without one (killed, e.g. kill -9 or the OOM killer)\n",
+            run.run.script.c_str());
+    appendf(out, "     this report is the last periodic spill, %.2f s into the run; Python profile: %s\n",
+            run.run.wall_s, run.run.python_mode.c_str());
+  } else if (run.run.ending.rfind("fatal signal", 0) == 0) {
+    appendf(out, "Run: %s — died by %s after %.2f s (exit status %d), Python profile: %s\n", run.run.script.c_str(),
+            run.run.ending.c_str() + 13, run.run.wall_s, run.run.exit_code, run.run.python_mode.c_str());
+  } else {
+    appendf(out, "Run: %s — exit status %d%s%s, %.2f s wall, Python profile: %s\n", run.run.script.c_str(),
+            run.run.exit_code, run.run.ending == "finished" ? "" : ", ",
+            run.run.ending == "finished" ? "" : run.run.ending.c_str(), run.run.wall_s, run.run.python_mode.c_str());
+  }
   verdict_and_findings(out, analysis.diagnosis);
   step_breakdown(out, analysis.steps);
   layers_table(out, analysis.layers);

@@ -12,7 +12,21 @@ import pytest
 from conftest import PYTHON, ROOT, TOOL, load_profile, run_plain, run_tool, script
 
 
-@pytest.mark.parametrize("how", ["ok", "raise", "exit3", "exitstr", "osexit", "sigint"])
+def _start_and_wait_ready(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line, deadline = "", time.monotonic() + 120
+    while "ready" not in line and time.monotonic() < deadline:
+        line = p.stdout.readline()
+    assert "ready" in line
+    return p
+
+
+ENDINGS = {"ok": "finished", "raise": "exception", "exit3": "sys.exit", "exitstr": "sys.exit",
+           "osexit": "os._exit", "sigint": "KeyboardInterrupt", "segv": "fatal signal SIGSEGV",
+           "segv_faulthandler": "fatal signal SIGSEGV", "abort": "fatal signal SIGABRT"}
+
+
+@pytest.mark.parametrize("how", list(ENDINGS))
 def test_exit_status_matches_plain_python_and_report_is_written(how, tmp_path):
     plain = run_plain([script("endings.py"), how])
     out = str(tmp_path / "out")
@@ -25,6 +39,66 @@ def test_exit_status_matches_plain_python_and_report_is_written(how, tmp_path):
     assert "Operators, top" in r.stderr
     expected_code = plain.returncode if plain.returncode >= 0 else 128 - plain.returncode
     assert prof["run"]["exit_code"] == expected_code
+    assert prof["run"]["ending"] == ENDINGS[how]
+    # the report can always be rebuilt from the spill the run leaves
+    again = subprocess.run([TOOL, "report", out], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "Operators, top" in again.stdout
+    assert load_profile(out)["ops"] == prof["ops"]
+
+
+def test_faulthandler_of_the_script_still_prints_its_traceback(tmp_path):
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, script("endings.py"), "segv_faulthandler"])
+    assert r.returncode == -signal.SIGSEGV
+    assert "Fatal Python error: Segmentation fault" in r.stderr
+    assert "died by SIGSEGV" in r.stderr
+
+
+def test_kill_9_leaves_a_spill_that_report_turns_into_the_full_report(tmp_path):
+    # GIVEN a run killed with SIGKILL after it did its work (5 aten::mm calls)
+    out = tmp_path / "out"
+    p = _start_and_wait_ready([TOOL, "run", "-o", str(out), script("endings.py"), "wait"])
+    ready_at = time.time()
+    spill = out / "profile.spill"
+    deadline = time.monotonic() + 60
+    # a periodic spill taken after the work (1 s in, then 3 s, 7 s, ...)
+    while not (spill.exists() and spill.stat().st_mtime > ready_at + 0.2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    p.kill()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    assert not (out / "profile.json").exists()  # nothing was written at the end
+    # WHEN the report is rebuilt
+    r = subprocess.run([TOOL, "report", str(out)], capture_output=True, text=True, timeout=300)
+    # THEN it has everything collected until the last spill
+    assert r.returncode == 0, r.stderr
+    assert "no final report" in r.stdout
+    prof = load_profile(str(out))
+    assert prof["run"]["ending"] == "still running"
+    assert prof["run"]["argv"][1:] == ["wait"]
+    assert [op["calls"] for op in prof["ops"] if op["name"] == "aten::mm"] == [5]
+    assert prof["run"]["wall_s"] > 0.5
+
+
+def test_report_of_a_damaged_spill_is_a_one_line_error(tmp_path):
+    out = tmp_path / "out"
+    r = run_tool(["-o", str(out), script("endings.py"), "ok"])
+    assert r.returncode == 0
+    data = (out / "profile.spill").read_bytes()
+    for cut in (0, 7, 12, len(data) // 3, len(data) - 1):
+        (out / "profile.spill").write_bytes(data[:cut])
+        r = subprocess.run([TOOL, "report", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, (cut, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("torchneck: ") and "profile.spill" in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["a", "b"], ["--bogus"], ["/no/such/folder"]])
+def test_report_bad_invocations(args, tmp_path):
+    r = subprocess.run([TOOL, "report", *args], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_uncaught_exception_shows_the_scripts_traceback(tmp_path):
@@ -47,13 +121,7 @@ def test_sys_exit_with_message_prints_it(tmp_path):
 
 def test_sigint_from_outside_gives_pythons_status_and_a_report(tmp_path):
     out = str(tmp_path / "out")
-    p = subprocess.Popen([TOOL, "run", "-o", out, script("endings.py"), "wait"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = ""
-    deadline = time.monotonic() + 120
-    while "ready" not in line and time.monotonic() < deadline:
-        line = p.stdout.readline()
-    assert "ready" in line
+    p = _start_and_wait_ready([TOOL, "run", "-o", out, script("endings.py"), "wait"])
     p.send_signal(signal.SIGINT)
     _out, err = p.communicate(timeout=120)
     assert p.returncode == -signal.SIGINT  # killed by SIGINT, as python is
@@ -64,11 +132,7 @@ def test_sigint_from_outside_gives_pythons_status_and_a_report(tmp_path):
 def test_sigterm_gives_the_default_death_and_still_a_report(tmp_path):
     # GIVEN the status plain Python gets when SIGTERM arrives (the oracle)
     def run_and_term(cmd):
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line, deadline = "", time.monotonic() + 120
-        while "ready" not in line and time.monotonic() < deadline:
-            line = p.stdout.readline()
-        assert "ready" in line
+        p = _start_and_wait_ready(cmd)
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=120)
         return p.returncode

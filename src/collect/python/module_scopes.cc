@@ -229,7 +229,7 @@ void stop_module_scopes() {
   PyErr_Clear();
 }
 
-void collect_module_scopes(Run& run) {
+void snapshot_module_scopes(Run& run) {
   if (g_scopes == nullptr) return;
   const size_t base = run.modules.size();
   const auto& mods = g_scopes->modules;
@@ -255,7 +255,12 @@ void collect_module_scopes(Run& run) {
   if (g_scopes->untracked_calls > 0)
     run.notes.push_back("module calls beyond the first " + std::to_string(g_scopes->options.max_modules) +
                         " distinct modules were not attributed: " + std::to_string(g_scopes->untracked_calls));
-  for (PyObject* m : mods) Py_DECREF(m);
+}
+
+void collect_module_scopes(Run& run) {
+  if (g_scopes == nullptr) return;
+  snapshot_module_scopes(run);
+  for (PyObject* m : g_scopes->modules) Py_DECREF(m);
   delete g_scopes;
   g_scopes = nullptr;
 }

@@ -25,5 +25,8 @@ void stop_module_scopes();
 // Caller holds the GIL: fills run.modules and run.module_events (sorted by
 // time), adds drops to run.dropped_module_events, releases the modules.
 void collect_module_scopes(Run& run);
+// Caller holds the GIL (the hooks only run with it). The same while the
+// hooks stay installed and nothing is released (periodic spills).
+void snapshot_module_scopes(Run& run);
 
 }  // namespace torchneck

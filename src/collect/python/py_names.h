@@ -26,4 +26,14 @@ PyFuncName name_of_cfunction(PyObject* cfunc);
 // UTF-8 text of a str object ("" if it is not one); clears any error.
 std::string utf8_of(PyObject* str);
 
+// Whether interpreter shutdown has begun (then a foreign thread must not
+// take the GIL: it would end inside CPython). Readable without the GIL.
+inline bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
 }  // namespace torchneck

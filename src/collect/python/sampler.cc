@@ -110,14 +110,6 @@ Control& control() {
   return *c;
 }
 
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
 uint32_t function_index(SamplerState& s, PyCodeObject* code) {
   auto it = s.function_of_code.find(code);
   if (it != s.function_of_code.end()) return it->second;
@@ -379,8 +371,10 @@ void stop_sampler() {
   Py_END_ALLOW_THREADS
 }
 
-void collect_sampler(Run& run) {
-  stop_sampler();  // no-op when stopped; the state must not change under us
+namespace {
+// Copies the samples so far into run; changes nothing. GIL held: the sampler
+// thread only touches the state while it holds the GIL.
+void fill_sampler(Run& run) {
   SamplerState& s = *g_state;
   const auto offset = static_cast<uint32_t>(run.python.size());
   run.python.reserve(run.python.size() + s.functions.size());
@@ -432,7 +426,17 @@ void collect_sampler(Run& run) {
                         " frames were cut to their innermost frames in folded stacks");
   }
   name_sampled_threads(s);
+}
+}  // namespace
 
+void snapshot_sampler(Run& run) {
+  if (g_state != nullptr) fill_sampler(run);
+}
+
+void collect_sampler(Run& run) {
+  stop_sampler();  // no-op when stopped; the state must not change under us
+  fill_sampler(run);
+  SamplerState& s = *g_state;
   // Release the code objects and start the next session clean.
   for (const FunctionEntry& e : s.functions) Py_DECREF(e.code);
   delete g_state;

@@ -21,5 +21,8 @@ void stop_sampler();
 // Caller holds the GIL. Fills run.python (self/total samples and time per
 // function), run.stacks and run.python_samples.
 void collect_sampler(Run& run);
+// Caller holds the GIL. The same as collect_sampler while the sampler runs,
+// without stopping or clearing it (periodic spills).
+void snapshot_sampler(Run& run);
 
 }  // namespace torchneck

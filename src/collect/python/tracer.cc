@@ -288,7 +288,7 @@ void stop_tracer() {
   flush_open_frames(now);
 }
 
-void collect_tracer(Run& run) {
+void snapshot_tracer(Run& run) {
   if (g_state == nullptr) return;
   const size_t n = g_state->functions.size();
   std::vector<Counters> merged(n);
@@ -338,6 +338,11 @@ void collect_tracer(Run& run) {
       edge->total_ns += e.c.total_ns;
     }
   }
+}
+
+void collect_tracer(Run& run) {
+  if (g_state == nullptr) return;
+  snapshot_tracer(run);
   for (Function& f : g_state->functions) Py_XDECREF(f.owner);
   Py_XDECREF(g_state->thread_hook);
   delete g_state;

@@ -20,5 +20,8 @@ bool start_tracer(const TracerOptions& options, std::string* error);
 void stop_tracer();
 // Caller holds the GIL. Fills run.python with the merged per-thread stats.
 void collect_tracer(Run& run);
+// Caller holds the GIL (the hook only runs with it). The statistics of the
+// calls completed so far, without unhooking or clearing (periodic spills).
+void snapshot_tracer(Run& run);
 
 }  // namespace torchneck

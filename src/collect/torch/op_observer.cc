@@ -115,6 +115,9 @@ struct ThreadState {
 
   // Raised while this thread runs one of our callbacks; stop waits for it.
   std::atomic<uint32_t> busy{0};
+  // Raised by a snapshot (periodic spill) while it reads this thread's
+  // aggregates; the thread waits at its next callback until it is lowered.
+  std::atomic<uint32_t> frozen{0};
   const uint32_t thread_index;
   InternCache names;
   std::vector<Frame> stack;
@@ -162,12 +165,18 @@ inline ThreadState* enter() {
   if (!g_enabled.load(std::memory_order_relaxed)) return nullptr;
   ThreadState* st = t_state;
   if (st == nullptr) st = t_state = register_thread();
-  st->busy.store(1, std::memory_order_seq_cst);
-  if (!g_enabled.load(std::memory_order_seq_cst)) {
+  for (;;) {
+    st->busy.store(1, std::memory_order_seq_cst);
+    if (!g_enabled.load(std::memory_order_seq_cst)) {
+      st->busy.store(0, std::memory_order_release);
+      return nullptr;
+    }
+    // A snapshot is reading this thread's state (a few microseconds, once
+    // per spill): step back and wait. The same Dekker pairing as stop.
+    if (st->frozen.load(std::memory_order_seq_cst) == 0) return st;
     st->busy.store(0, std::memory_order_release);
-    return nullptr;
+    while (st->frozen.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   }
-  return st;
 }
 
 inline void leave(ThreadState* st) {
@@ -438,6 +447,13 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.abandoned = 0;
 }
 
+// Start time, then thread, then outer before inner.
+bool timeline_order(const OpEvent& a, const OpEvent& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
+  return a.depth < b.depth;
+}
+
 // With o.mu held.
 void stop_locked(Observer& o) {
   if (!o.installed) return;
@@ -508,6 +524,73 @@ void stop_op_observer() {
   stop_locked(o);
 }
 
+bool snapshot_op_observer(Run& run, int64_t wait_ns) {
+  Observer& o = observer();
+  const int64_t deadline = now_ns() + wait_ns;
+  std::unique_lock<std::mutex> lock(o.mu, std::defer_lock);
+  while (!lock.try_lock()) {  // a thread registering, or stop: brief
+    if (now_ns() > deadline) return false;
+    std::this_thread::yield();
+  }
+  if (!o.installed) return false;
+
+  const StringInterner& interner = StringInterner::global();
+  OpMerger merger;
+  struct Copy {
+    uint32_t name_id;
+    OpKind kind;
+    uint64_t calls;
+    int64_t self_ns, total_ns;
+    std::vector<ShapeSlot> shapes;
+    uint64_t other_shapes;
+  };
+  std::vector<Copy> copies;
+  std::vector<const OpEvent*> chunks;
+  size_t missed = 0;
+  uint64_t dropped = 0;
+  const size_t first_event = run.timeline.size();
+  for (const auto& st : o.threads) {
+    copies.clear();
+    st->frozen.store(1, std::memory_order_seq_cst);
+    bool quiet = true;
+    while (st->busy.load(std::memory_order_seq_cst) != 0) {  // inside one callback: microseconds
+      if (now_ns() > deadline) {
+        quiet = false;
+        break;
+      }
+      std::this_thread::yield();
+    }
+    size_t count = 0;
+    if (quiet) {
+      for (const OpAggregate& a : st->aggs)
+        copies.push_back(Copy{a.name_id, a.kind, a.calls, a.self_ns, a.total_ns, a.shapes, a.other_shapes});
+      count = st->timeline.snapshot_chunks(chunks);
+      dropped += st->timeline.dropped();
+    }
+    st->frozen.store(0, std::memory_order_release);
+    if (!quiet) {
+      ++missed;
+      continue;
+    }
+    for (const Copy& a : copies) {
+      if (a.calls == 0 && a.shapes.empty() && a.other_shapes == 0) continue;
+      const std::string_view name = interner.lookup(a.name_id);
+      merger.add(name, a.kind, st->thread_index, a.calls, a.self_ns, a.total_ns);
+      for (const ShapeSlot& sh : a.shapes) merger.add_shapes(name, a.kind, sh.text, sh.count);
+      if (a.other_shapes > 0) merger.add_shapes(name, a.kind, kOtherShapes, a.other_shapes);
+    }
+    EventBuffer<OpEvent>::snapshot_copy(chunks, count, run.timeline);
+  }
+  merger.finish(run.ops, o.options.max_shapes_per_op);
+  std::sort(run.timeline.begin() + static_cast<std::ptrdiff_t>(first_event), run.timeline.end(),
+            timeline_order);
+  run.dropped_events += dropped;
+  if (missed > 0)
+    run.notes.push_back("operator observer: " + std::to_string(missed) +
+                        " threads were inside a callback when this snapshot was taken and are left out of it");
+  return true;
+}
+
 void collect_op_observer(Run& run) {
   Observer& o = observer();
   std::lock_guard<std::mutex> lock(o.mu);
@@ -536,14 +619,7 @@ void collect_op_observer(Run& run) {
   for (const auto& st : o.threads) {
     st->timeline.for_each([&](const OpEvent& ev) { run.timeline.push_back(ev); });
   }
-  std::sort(run.timeline.begin(), run.timeline.end(),
-            [](const OpEvent& a, const OpEvent& b) {
-              if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-              if (a.thread_index != b.thread_index) {
-                return a.thread_index < b.thread_index;
-              }
-              return a.depth < b.depth;
-            });
+  std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
   run.dropped_events += dropped;
   if (unfinished > 0) {
     run.notes.push_back(

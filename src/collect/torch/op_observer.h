@@ -48,4 +48,14 @@ void stop_op_observer();
 //   matches the latest-starting forward op with the same (forward_tid, seq_nr).
 void collect_op_observer(Run& run);
 
+// While the observer runs (periodic spills, or a fatal signal on another
+// thread): copies every thread's aggregates and timeline window so far into
+// run, without stopping or clearing anything. Each thread is held at its
+// next callback only while its aggregates are copied (microseconds); the
+// timeline is copied after it is let go. Waits at most wait_ns for a thread
+// that is inside a callback (a thread that crashed inside one never leaves),
+// and leaves such a thread out with a note. Returns false when the observer
+// is not running or its registry could not be had within wait_ns.
+bool snapshot_op_observer(Run& run, int64_t wait_ns);
+
 }  // namespace torchneck

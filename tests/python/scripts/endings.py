@@ -1,4 +1,6 @@
-"""Ends in the way argv[1] says: ok, raise, exit3, exitstr, osexit, sigint.
+"""Ends in the way argv[1] says: ok, raise, exit3, exitstr, osexit, sigint,
+segv (a real SIGSEGV in native code), abort (SIGABRT from C), wait (the test
+signals it from outside).
 Does a little torch work first so the report has content."""
 
 import os
@@ -25,6 +27,19 @@ if how == "osexit":
 if how == "sigint":
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(5)
+if how == "segv_faulthandler":  # the script's own crash handler comes first
+    import faulthandler
+
+    faulthandler.enable()
+    how = "segv"
+if how == "segv":
+    import ctypes
+
+    sys.stdout.flush()
+    ctypes.string_at(0)  # reads address 0 in C: SIGSEGV
+if how == "abort":
+    sys.stdout.flush()
+    os.abort()  # abort(3): SIGABRT
 if how == "wait":  # the test sends SIGINT from outside
     print("ready", flush=True)
     time.sleep(30)

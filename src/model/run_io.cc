@@ -1,0 +1,377 @@
+#include "model/run_io.h"
+
+#include "core/files.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+namespace torchneck {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
+constexpr uint32_t kVersion = 1;
+
+class Writer {
+ public:
+  template <typename T>
+  void num(T v) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));  // the machines we target are little-endian
+    out.append(reinterpret_cast<const char*>(b), sizeof(T));
+  }
+  void str(const std::string& s) {
+    num<uint64_t>(s.size());
+    out.append(s);
+  }
+  void strs(const std::vector<std::string>& v) {
+    num<uint64_t>(v.size());
+    for (const auto& s : v) str(s);
+  }
+  std::string out;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& b) : b_(b) {}
+
+  template <typename T>
+  T num() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  bool boolean() {
+    const uint8_t v = num<uint8_t>();
+    if (v > 1) fail("a boolean is neither 0 nor 1");
+    return v == 1;
+  }
+  std::string str() {
+    const uint64_t n = num<uint64_t>();
+    need(n);
+    std::string s(b_.data() + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  // A count of items each at least `min_bytes` long: checked against what
+  // is left, so a corrupt count cannot make us allocate without bound.
+  size_t count(size_t min_bytes) {
+    const uint64_t n = num<uint64_t>();
+    if (min_bytes > 0 && n > (b_.size() - pos_) / min_bytes) fail("a count is larger than the rest of the file");
+    return static_cast<size_t>(n);
+  }
+  std::vector<std::string> strs() {
+    std::vector<std::string> v(count(8));
+    for (auto& s : v) s = str();
+    return v;
+  }
+  uint32_t index(size_t limit, const char* what) {
+    const uint32_t v = num<uint32_t>();
+    if (v >= limit) fail(std::string("a ") + what + " index is out of range");
+    return v;
+  }
+  size_t pos() const { return pos_; }
+  bool done() const { return pos_ == b_.size(); }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error(why + " at byte " + std::to_string(pos_));
+  }
+
+ private:
+  void need(uint64_t n) const {
+    if (n > b_.size() - pos_) fail("the file ends early (truncated)");
+  }
+  const std::string& b_;
+  size_t pos_ = 0;
+};
+
+OpKind op_kind(Reader& r) {
+  const auto k = r.num<uint8_t>();
+  if (k >= kNumOpKinds) r.fail("an operator kind is unknown");
+  return static_cast<OpKind>(k);
+}
+
+}  // namespace
+
+std::string encode_run(const Run& run) {
+  Writer w;
+  w.out.append(kMagic, sizeof kMagic);
+  w.num(kVersion);
+  const RunInfo& ri = run.run;
+  w.str(ri.script);
+  w.strs(ri.argv);
+  w.num<int32_t>(ri.exit_code);
+  w.num(ri.wall_s);
+  w.num(ri.main_thread_cpu_s);
+  w.str(ri.python_mode);
+  w.str(ri.ending);
+  w.num(ri.start_unix_s);
+
+  const EnvFacts& e = run.env;
+  w.str(e.python);
+  w.str(e.torch);
+  w.num(e.cpu_cores);
+  w.num(e.torch_threads);
+  w.num<uint8_t>(e.cuda);
+  w.num<uint64_t>(e.dataloaders.size());
+  for (const auto& d : e.dataloaders) {
+    w.num(d.num_workers);
+    w.num(d.batch_size);
+    w.num<uint8_t>(d.pin_memory);
+    w.num<uint8_t>(d.persistent_workers);
+    w.num(d.prefetch_factor);
+    w.str(d.dataset_type);
+    w.str(d.created_at);
+  }
+  w.num<uint64_t>(e.optimizers.size());
+  for (const auto& o : e.optimizers) {
+    w.str(o.type);
+    w.num(o.param_tensors);
+    w.num<uint8_t>(o.foreach);
+  }
+
+  w.num<uint64_t>(run.threads.size());
+  for (const auto& t : run.threads) {
+    w.num(t.os_tid);
+    w.str(t.name);
+  }
+  w.num<uint64_t>(run.python.size());
+  for (const auto& f : run.python) {
+    w.str(f.function);
+    w.str(f.file);
+    w.num<int32_t>(f.line);
+    w.num<uint8_t>(f.builtin);
+    w.num(f.calls);
+    w.num(f.primitive_calls);
+    w.num(f.self_ns);
+    w.num(f.total_ns);
+    w.num(f.self_samples);
+    w.num(f.total_samples);
+    w.num<uint64_t>(f.callers.size());
+    for (const auto& c : f.callers) {
+      w.num(c.caller);
+      w.num(c.calls);
+      w.num(c.primitive_calls);
+      w.num(c.self_ns);
+      w.num(c.total_ns);
+    }
+  }
+  w.num<uint64_t>(run.stacks.size());
+  for (const auto& s : run.stacks) {
+    w.num(s.thread_index);
+    w.num<uint64_t>(s.frames.size());
+    for (uint32_t f : s.frames) w.num(f);
+    w.num(s.samples);
+    w.num(s.weight_ns);
+  }
+  w.num(run.python_samples);
+  w.num<uint64_t>(run.ops.size());
+  for (const auto& o : run.ops) {
+    w.str(o.name);
+    w.num<uint8_t>(static_cast<uint8_t>(o.kind));
+    w.num(o.calls);
+    w.num(o.self_ns);
+    w.num(o.total_ns);
+    w.num<uint64_t>(o.shapes.size());
+    for (const auto& s : o.shapes) {
+      w.str(s.shapes);
+      w.num(s.count);
+    }
+    w.num<uint64_t>(o.thread_indices.size());
+    for (uint32_t t : o.thread_indices) w.num(t);
+  }
+  w.strs(run.strings);
+  w.num<uint64_t>(run.timeline.size());
+  for (const auto& ev : run.timeline) {
+    w.num(ev.start_ns);
+    w.num(ev.end_ns);
+    w.num(ev.seq_nr);
+    w.num(ev.forward_tid);
+    w.num(ev.name_id);
+    w.num(ev.thread_index);
+    w.num<uint8_t>(static_cast<uint8_t>(ev.kind));
+    w.num(ev.depth);
+  }
+  w.num(run.main_thread);
+  w.num(run.dropped_events);
+  w.num<uint64_t>(run.modules.size());
+  for (const auto& m : run.modules) {
+    w.str(m.name);
+    w.str(m.type);
+    w.num(m.params);
+    w.num(m.parent);
+  }
+  w.num<uint64_t>(run.module_events.size());
+  for (const auto& m : run.module_events) {
+    w.num(m.t_ns);
+    w.num(m.module);
+    w.num(m.thread_index);
+    w.num(m.is_exit);
+  }
+  w.num(run.dropped_module_events);
+  w.strs(run.notes);
+  w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
+  return std::move(w.out);
+}
+
+Run decode_run(const std::string& bytes) {
+  Reader r(bytes);
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    r.fail("not a torchneck spill file (bad magic)");
+  for (size_t i = 0; i < sizeof kMagic; ++i) r.num<char>();
+  const auto version = r.num<uint32_t>();
+  if (version != kVersion)
+    r.fail("spill format version " + std::to_string(version) + " is not the one this torchneck reads (" +
+           std::to_string(kVersion) + ")");
+  Run run;
+  RunInfo& ri = run.run;
+  ri.script = r.str();
+  ri.argv = r.strs();
+  ri.exit_code = r.num<int32_t>();
+  ri.wall_s = r.num<double>();
+  ri.main_thread_cpu_s = r.num<double>();
+  ri.python_mode = r.str();
+  ri.ending = r.str();
+  ri.start_unix_s = r.num<double>();
+
+  EnvFacts& e = run.env;
+  e.python = r.str();
+  e.torch = r.str();
+  e.cpu_cores = r.num<int64_t>();
+  e.torch_threads = r.num<int64_t>();
+  e.cuda = r.boolean();
+  e.dataloaders.resize(r.count(42));
+  for (auto& d : e.dataloaders) {
+    d.num_workers = r.num<int64_t>();
+    d.batch_size = r.num<int64_t>();
+    d.pin_memory = r.boolean();
+    d.persistent_workers = r.boolean();
+    d.prefetch_factor = r.num<int64_t>();
+    d.dataset_type = r.str();
+    d.created_at = r.str();
+  }
+  e.optimizers.resize(r.count(17));
+  for (auto& o : e.optimizers) {
+    o.type = r.str();
+    o.param_tensors = r.num<int64_t>();
+    o.foreach = r.boolean();
+  }
+
+  run.threads.resize(r.count(16));
+  for (auto& t : run.threads) {
+    t.os_tid = r.num<uint64_t>();
+    t.name = r.str();
+  }
+  run.python.resize(r.count(77));
+  for (auto& f : run.python) {
+    f.function = r.str();
+    f.file = r.str();
+    f.line = r.num<int32_t>();
+    f.builtin = r.boolean();
+    f.calls = r.num<uint64_t>();
+    f.primitive_calls = r.num<uint64_t>();
+    f.self_ns = r.num<int64_t>();
+    f.total_ns = r.num<int64_t>();
+    f.self_samples = r.num<uint64_t>();
+    f.total_samples = r.num<uint64_t>();
+    f.callers.resize(r.count(36));
+    for (auto& c : f.callers) {
+      c.caller = r.num<uint32_t>();
+      c.calls = r.num<uint64_t>();
+      c.primitive_calls = r.num<uint64_t>();
+      c.self_ns = r.num<int64_t>();
+      c.total_ns = r.num<int64_t>();
+    }
+  }
+  for (const auto& f : run.python)
+    for (const auto& c : f.callers)
+      if (c.caller >= run.python.size()) r.fail("a caller index is out of range");
+  run.stacks.resize(r.count(28));
+  for (auto& s : run.stacks) {
+    s.thread_index = r.index(run.threads.size(), "stack thread");
+    s.frames.resize(r.count(4));
+    for (auto& f : s.frames) f = r.index(run.python.size(), "stack frame");
+    s.samples = r.num<uint64_t>();
+    s.weight_ns = r.num<int64_t>();
+  }
+  run.python_samples = r.num<uint64_t>();
+  run.ops.resize(r.count(49));
+  for (auto& o : run.ops) {
+    o.name = r.str();
+    o.kind = op_kind(r);
+    o.calls = r.num<uint64_t>();
+    o.self_ns = r.num<int64_t>();
+    o.total_ns = r.num<int64_t>();
+    o.shapes.resize(r.count(16));
+    for (auto& s : o.shapes) {
+      s.shapes = r.str();
+      s.count = r.num<uint64_t>();
+    }
+    o.thread_indices.resize(r.count(4));
+    for (auto& t : o.thread_indices) t = r.index(run.threads.size(), "operator thread");
+  }
+  run.strings = r.strs();
+  run.timeline.resize(r.count(42));
+  for (auto& ev : run.timeline) {
+    ev = OpEvent{};
+    ev.start_ns = r.num<int64_t>();
+    ev.end_ns = r.num<int64_t>();
+    ev.seq_nr = r.num<int64_t>();
+    ev.forward_tid = r.num<uint64_t>();
+    ev.name_id = r.index(run.strings.size(), "event name");
+    ev.thread_index = r.index(run.threads.size(), "event thread");
+    ev.kind = op_kind(r);
+    ev.depth = r.num<uint8_t>();
+  }
+  run.main_thread = r.num<uint32_t>();
+  if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
+  run.dropped_events = r.num<uint64_t>();
+  run.modules.resize(r.count(28));
+  for (auto& m : run.modules) {
+    m.name = r.str();
+    m.type = r.str();
+    m.params = r.num<int64_t>();
+    m.parent = r.num<int32_t>();
+  }
+  for (const auto& m : run.modules)
+    if (m.parent < -1 || m.parent >= static_cast<int64_t>(run.modules.size())) r.fail("a module parent is out of range");
+  run.module_events.resize(r.count(17));
+  for (auto& m : run.module_events) {
+    m = ModuleEvent{};
+    m.t_ns = r.num<int64_t>();
+    m.module = r.index(run.modules.size(), "module event");
+    m.thread_index = r.index(run.threads.size(), "module event thread");
+    m.is_exit = r.num<uint8_t>();
+  }
+  run.dropped_module_events = r.num<uint64_t>();
+  run.notes = r.strs();
+  for (size_t i = 0; i < sizeof kMagic; ++i)
+    if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
+  if (!r.done()) r.fail("unexpected data after the trailer");
+  return run;
+}
+
+void save_run(const Run& run, const std::string& path) { write_file_atomically(path, encode_run(run)); }
+
+Run load_run(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  std::string bytes;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+  const bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) throw std::runtime_error("cannot read " + path + ": read error");
+  try {
+    return decode_run(bytes);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+}  // namespace torchneck

@@ -1,0 +1,152 @@
+// The spill file: a Run written and read back is the same Run, and a damaged
+// file is an error naming a byte offset, never a crash.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "model/run_io.h"
+#include "report/profile_json.h"
+#include "analyze/analysis.h"
+
+namespace torchneck {
+namespace {
+
+// Every field set to something other than its default.
+Run full_run() {
+  Run r;
+  r.run.script = "train.py";
+  r.run.argv = {"train.py", "--epochs", "3", "h\xc3\xa9"};
+  r.run.exit_code = 139;
+  r.run.wall_s = 12.5;
+  r.run.main_thread_cpu_s = 11.25;
+  r.run.python_mode = "trace";
+  r.run.ending = "fatal signal SIGSEGV";
+  r.run.start_unix_s = 1.7e9;
+  r.env.python = "3.11.2";
+  r.env.torch = "2.6.0";
+  r.env.cpu_cores = 8;
+  r.env.torch_threads = 4;
+  r.env.cuda = true;
+  r.env.dataloaders.push_back({4, 32, true, true, 2, "ImageFolder", "train.py:40"});
+  r.env.dataloaders.push_back({0, -1, false, false, -1, "TensorDataset", "train.py:41"});
+  r.env.optimizers.push_back({"Adam", 62, true});
+  r.threads = {{100, "MainThread"}, {101, "pin_memory"}};
+  PyFunctionStats f;
+  f.function = "forward";
+  f.file = "model.py";
+  f.line = 12;
+  f.calls = 10;
+  f.primitive_calls = 9;
+  f.self_ns = 5;
+  f.total_ns = 50;
+  f.self_samples = 3;
+  f.total_samples = 30;
+  PyFunctionStats g = f;
+  g.function = "<built-in method builtins.len>";
+  g.file = "~";
+  g.builtin = true;
+  g.callers.push_back({0, 4, 3, 2, 1});
+  r.python = {f, g};
+  r.stacks.push_back({1, {0, 1}, 7, 70000});
+  r.python_samples = 99;
+  OpStats op;
+  op.name = "aten::mm";
+  op.kind = OpKind::kOperator;
+  op.calls = 5;
+  op.self_ns = 500;
+  op.total_ns = 600;
+  op.shapes = {{"[[8, 8], [8, 8]] float,float", 3}};
+  op.thread_indices = {0, 1};
+  r.ops = {op};
+  r.strings = {"aten::mm", "MmBackward0"};
+  OpEvent ev{};
+  ev.start_ns = 10;
+  ev.end_ns = 20;
+  ev.seq_nr = 4;
+  ev.forward_tid = 1;
+  ev.name_id = 1;
+  ev.thread_index = 1;
+  ev.kind = OpKind::kBackward;
+  ev.depth = 2;
+  r.timeline = {ev, ev};
+  r.main_thread = 0;
+  r.dropped_events = 77;
+  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}};
+  ModuleEvent me{};
+  me.t_ns = 15;
+  me.module = 1;
+  me.thread_index = 0;
+  me.is_exit = 1;
+  r.module_events = {me};
+  r.dropped_module_events = 3;
+  r.notes = {"a note"};
+  return r;
+}
+
+TEST(RunIo, RoundTripKeepsEveryField) {
+  // GIVEN a run with every field set
+  const torchneck::Run before = full_run();
+  // WHEN it is encoded and decoded
+  const std::string bytes = encode_run(before);
+  const torchneck::Run after = decode_run(bytes);
+  // THEN encoding it again gives the same bytes, and what the analysis and
+  // the JSON report see is the same
+  EXPECT_EQ(encode_run(after), bytes);
+  EXPECT_EQ(after.run.ending, "fatal signal SIGSEGV");
+  EXPECT_EQ(after.env.dataloaders.at(0).created_at, "train.py:40");
+  EXPECT_EQ(after.python.at(1).callers.at(0).calls, 4u);
+  EXPECT_EQ(after.timeline.at(1).kind, OpKind::kBackward);
+  EXPECT_EQ(after.module_events.at(0).is_exit, 1);
+  SummaryOptions o;
+  EXPECT_EQ(profile_json(after, analyze(after, o)), profile_json(before, analyze(before, o)));
+}
+
+TEST(RunIo, EveryTruncationIsAnErrorWithAnOffset) {
+  const std::string bytes = encode_run(full_run());
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    try {
+      decode_run(bytes.substr(0, cut));
+      ADD_FAILURE() << "a file cut at byte " << cut << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RunIo, CorruptBytesNeverCrashOrAllocateWithoutBound) {
+  // GIVEN random single-byte and multi-byte corruptions of a valid file
+  const std::string bytes = encode_run(full_run());
+  std::mt19937 rng(42);
+  size_t rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string b = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    // THEN decoding either fails cleanly or yields a run the analysis can read
+    try {
+      const torchneck::Run r = decode_run(b);
+      SummaryOptions o;
+      (void)profile_json(r, analyze(r, o));
+    } catch (const std::runtime_error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 0u);
+}
+
+TEST(RunIo, SaveAndLoadNameTheFile) {
+  const std::string path = ::testing::TempDir() + "/torchneck_run_io_test.spill";
+  save_run(full_run(), path);
+  EXPECT_EQ(load_run(path).run.script, "train.py");
+  try {
+    load_run(path + ".missing");
+    FAIL() << "a missing file was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(".missing"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace torchneck
