@@ -39,6 +39,7 @@ class EnvCollector:
         self.optimizers = []
         self._seen = weakref.WeakSet()  # ids could be reused by later objects
         self.on_change = None  # called after a new DataLoader or optimizer is recorded
+        self.on_dataloader = None  # called with each new DataLoader
         self._wrapped = []  # (class, original __init__)
 
     def install(self):
@@ -47,7 +48,7 @@ class EnvCollector:
         from torch.optim import Optimizer
         from torch.utils.data import DataLoader
 
-        self._wrap(DataLoader, self._record)
+        self._wrap(DataLoader, self._record_loader)
         # How many optimizers step per iteration (a GAN has two).
         self._wrap(Optimizer, self._record_optimizer)
 
@@ -84,6 +85,11 @@ class EnvCollector:
             "param_tensors": sum(len(g.get("params", [])) for g in groups),
             "foreach": foreach,
         })
+
+    def _record_loader(self, loader):
+        self._record(loader)
+        if self.on_dataloader is not None:
+            self.on_dataloader(loader)
 
     def _record(self, loader):
         workers = int(getattr(loader, "num_workers", 0) or 0)

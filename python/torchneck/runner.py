@@ -14,6 +14,7 @@ import types
 from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import output
+from torchneck import workers
 from torchneck.cli import UsageError
 
 
@@ -190,6 +191,8 @@ def run(options):
             pass
 
     facts.on_change = env_changed
+    worker_profiling = workers.WorkerProfiling(session, out_dir, options)
+    facts.on_dataloader = worker_profiling.on_dataloader
     facts.install()
     guard = coexist.Guard(options)
     died_by = None  # the signal the script would have died by
@@ -210,6 +213,8 @@ def run(options):
         session.stop()
         wall = time.perf_counter() - t0
         main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
+        process_cpu = time.process_time() - process_cpu0
+        worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         facts.uninstall()
         guard.uninstall()
         run_info = {
@@ -224,6 +229,8 @@ def run(options):
             "thread_names": envfacts.thread_names(),
             "main_tid": threading.main_thread().native_id,
             "notes": facts.notes + guard.notes(),
+            "process": {"pid": launcher_pid, "role": "main", "wall_s": wall, "busy_s": main_cpu,
+                        "cpu_s": process_cpu},
         }
         output.report(session, run_info, facts.snapshot(), out_dir)
 
@@ -241,9 +248,11 @@ def run(options):
 
     t0 = time.perf_counter()
     cpu0 = time.clock_gettime(main_cpu_clock)
+    process_cpu0 = time.process_time()
     sigterm_handler = _install_sigterm()
     os._exit = exit_now
     session.start()
+    worker_profiling.install()
     env_changed()
     session.start_spill(out_dir, os.getcwd(), top=options.top,
                         first_s=getattr(options, "spill_first_s", 1.0),

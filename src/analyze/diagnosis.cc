@@ -1,5 +1,7 @@
 #include "analyze/diagnosis.h"
 
+#include "model/processes.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -105,6 +107,14 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
   in.layers = layers.layers;
   if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0)
     in.main_cpu_fraction = std::min(1.0, run.run.main_thread_cpu_s / run.run.wall_s);
+  for (const auto& p : run.processes)
+    if (p.role != "main") in.workers.push_back(p);
+  int64_t worker_busy = 0;
+  for (const auto& f : run.worker_python) worker_busy += f.self_ns;
+  if (!run.worker_python.empty() && worker_busy > 0) {
+    in.worker_top_function = short_function_label(run.worker_python.front());
+    in.worker_top_share = share(run.worker_python.front().self_ns, worker_busy);
+  }
   if (run.run.python_mode == "sample") data_functions_from_samples(run, in);
   else if (run.run.python_mode == "trace") data_functions_from_calls(run, in);
   std::sort(in.data_functions.begin(), in.data_functions.end(), [](const DataFunction& a, const DataFunction& b) {

@@ -34,6 +34,11 @@ struct DiagnosisInput {
   // tells loading that computes (workers compete for cores) from loading
   // that waits (sleep, I/O: workers overlap freely).
   double main_cpu_fraction = -1;
+  // DataLoader worker processes (Run::processes without the main one), and
+  // the function the workers spent most of their batch-producing time in.
+  std::vector<ProcessInfo> workers;
+  std::string worker_top_function;  // "file.py:12(name)", "" when none
+  double worker_top_share = 0;      // of the workers' busy Python self time
 };
 
 // Of the time the main thread waits for data (share `data_share` of the

@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "model/processes.h"
 #include "model/run.h"
 #include "model/run_io.h"
 #include "report/output_files.h"
@@ -140,10 +141,62 @@ class Session {
     stopped_ = true;
   }
 
-  // Collects, then writes profile.json (+ python.pstats, report.txt) into
-  // out_dir; returns the terminal report text.
+  // Collects, merges the DataLoader workers' profiles found in
+  // out_dir/workers, then writes profile.json (+ python.pstats, report.txt)
+  // into out_dir; returns the terminal report text.
   std::string finish(const py::dict& run_info, const py::dict& env, const std::string& out_dir,
                      const std::string& cwd) {
+    Run run = collect(run_info, env);
+    const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
+    py::gil_scoped_release nogil;
+    if (!out_dir.empty()) {
+      const std::vector<Run> workers = load_worker_runs(out_dir, run.notes);
+      if (!workers.empty()) {
+        ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+        main.role = "main";
+        merge_workers(run, main, workers);
+      } else {
+        run.processes.clear();
+      }
+    }
+    // The whole run, for `torchneck report DIR` (and in place of the last
+    // periodic spill, which it supersedes).
+    if (!out_dir.empty()) save_run(run, out_dir + "/profile.spill");
+    OutputOptions out;
+    out.dir = out_dir;
+    out.cwd = cwd;
+    out.summary.top_python = out.summary.top_ops = top;
+    return write_outputs(run, out);
+  }
+
+  // A DataLoader worker's end: its profile, unanalysed, to `path` (the
+  // main process merges it). run_info["process"] describes the worker.
+  void save(const py::dict& run_info, const py::dict& env, const std::string& path) {
+    Run run = collect(run_info, env);
+    py::gil_scoped_release nogil;
+    save_run(run, path);
+  }
+
+  // In a forked child (a DataLoader worker under fork): stop what the parent
+  // was collecting and drop its data, so that this process can profile itself.
+  void discard() {
+    spilling_ = false;
+    forget_spiller();
+    if (o_.python_mode == "trace") stop_tracer();
+    else if (o_.python_mode == "sample") stop_sampler();
+    if (o_.modules) stop_module_scopes();
+    Run dropped;
+    if (o_.python_mode == "trace") collect_tracer(dropped);
+    else if (o_.python_mode == "sample") collect_sampler(dropped);
+    if (o_.modules) collect_module_scopes(dropped);
+    if (o_.ops) discard_op_observer();
+    stopped_ = true;
+  }
+
+ private:
+  // Stops the collectors and builds the Run from them and from what Python
+  // says about the run (run_info) and its environment (env).
+  Run collect(const py::dict& run_info, const py::dict& env) {
     stop();
     Run run;
     run.run.script = run_info["script"].cast<std::string>();
@@ -155,8 +208,8 @@ class Session {
     if (run_info.contains("ending")) run.run.ending = run_info["ending"].cast<std::string>();
     if (run_info.contains("start_unix_s")) run.run.start_unix_s = run_info["start_unix_s"].cast<double>();
     if (run_info.contains("notes")) run.notes = run_info["notes"].cast<std::vector<std::string>>();
+    if (run_info.contains("process")) run.processes.push_back(process_info(run_info["process"].cast<py::dict>()));
     fill_env(run.env, env);
-    const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
     std::map<uint64_t, std::string> thread_names;
     if (run_info.contains("thread_names"))
       thread_names = run_info["thread_names"].cast<std::map<uint64_t, std::string>>();
@@ -165,26 +218,30 @@ class Session {
     else if (o_.python_mode == "sample") collect_sampler(run);
     if (o_.modules) collect_module_scopes(run);
     const uint64_t main_tid = run_info.contains("main_tid") ? run_info["main_tid"].cast<uint64_t>() : 0;
-    {
-      py::gil_scoped_release nogil;
-      if (o_.ops) collect_op_observer(run);
-      fill_threads_and_strings(run, main_tid != 0 ? main_tid : main_tid_);
-      for (auto& t : run.threads) {
-        auto it = thread_names.find(t.os_tid);
-        if (it != thread_names.end()) t.name = it->second;
-      }
-      // The whole run, for `torchneck report DIR` (and in place of the last
-      // periodic spill, which it supersedes).
-      if (!out_dir.empty()) save_run(run, out_dir + "/profile.spill");
-      OutputOptions out;
-      out.dir = out_dir;
-      out.cwd = cwd;
-      out.summary.top_python = out.summary.top_ops = top;
-      return write_outputs(run, out);
+    py::gil_scoped_release nogil;
+    if (o_.ops) collect_op_observer(run);
+    fill_threads_and_strings(run, main_tid != 0 ? main_tid : main_tid_);
+    for (auto& t : run.threads) {
+      auto it = thread_names.find(t.os_tid);
+      if (it != thread_names.end()) t.name = it->second;
     }
+    return run;
   }
 
- private:
+  static ProcessInfo process_info(const py::dict& d) {
+    ProcessInfo p;
+    p.pid = d["pid"].cast<int64_t>();
+    p.role = d["role"].cast<std::string>();
+    if (d.contains("worker_id")) p.worker_id = d["worker_id"].cast<int64_t>();
+    if (d.contains("start_method")) p.start_method = d["start_method"].cast<std::string>();
+    p.wall_s = d["wall_s"].cast<double>();
+    if (d.contains("busy_s")) p.busy_s = d["busy_s"].cast<double>();
+    if (d.contains("cpu_s")) p.cpu_s = d["cpu_s"].cast<double>();
+    if (d.contains("batches")) p.batches = d["batches"].cast<uint64_t>();
+    if (d.contains("batch_ns_max")) p.batch_ns_max = d["batch_ns_max"].cast<int64_t>();
+    return p;
+  }
+
   static void fill_env(EnvFacts& e, const py::dict& env) {
     e.python = env["python"].cast<std::string>();
     e.torch = env["torch"].cast<std::string>();
@@ -261,8 +318,9 @@ PYBIND11_MODULE(_torchneck, m) {
   m.doc() = "torchneck's native core: collectors, analysis and reports";
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
-                       size_t timeline_events_per_thread, double shape_sample_prob) {
+                       size_t timeline_events_per_thread, double shape_sample_prob, bool modules) {
              SessionOptions o;
+             o.modules = modules;
              o.python_mode = python_mode;
              o.sample_hz = sample_hz;
              o.ops = ops;
@@ -272,11 +330,13 @@ PYBIND11_MODULE(_torchneck, m) {
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
-           py::arg("shape_sample_prob") = 0.05)
+           py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true)
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
            py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
       .def("set_info", &Session::set_info, py::arg("run_info"), py::arg("env"))
+      .def("save", &Session::save, py::arg("run_info"), py::arg("env"), py::arg("path"))
+      .def("discard", &Session::discard)
       .def("stop", &Session::stop)
       .def("finish", &Session::finish, py::arg("run_info"), py::arg("env"), py::arg("out_dir"),
            py::arg("cwd"));

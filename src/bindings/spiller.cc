@@ -294,4 +294,15 @@ void stop_spiller() {
   s->pipe_r = s->pipe_w = -1;
 }
 
+void forget_spiller() {
+  Spiller* s = g_spiller;
+  if (s == nullptr || !s->running || getpid() == s->pid) return;
+  uninstall_handlers(*s);
+  s->running = false;
+  (void)new std::thread(std::move(s->thread));  // not joinable here: leaked
+  close(s->pipe_r);
+  close(s->pipe_w);
+  s->pipe_r = s->pipe_w = -1;
+}
+
 }  // namespace torchneck

@@ -49,6 +49,10 @@ void start_spiller(const SpillOptions& options, SpillSources sources);
 // written after it returns.
 void stop_spiller();
 
+// In a forked child: the spill thread was the parent's and the handlers
+// report for the parent; remove the handlers and forget the thread.
+void forget_spiller();
+
 // Builds the parts every Run snapshot shares: threads (with names), the main
 // thread's index, and the interned strings.
 void fill_threads_and_strings(Run& run, uint64_t main_os_tid);

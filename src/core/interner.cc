@@ -1,5 +1,7 @@
 #include "core/interner.h"
 
+#include <pthread.h>
+
 #include <cstring>
 #include <stdexcept>
 
@@ -29,9 +31,16 @@ size_t StringInterner::size() const {
 StringInterner& StringInterner::global() {
   // Leaked on purpose: collectors on other threads may still intern while
   // static destructors run at interpreter exit.
-  static auto* interner = new StringInterner();
+  static auto* interner = [] {
+    auto* i = new StringInterner();
+    pthread_atfork(&lock_global_for_fork, &unlock_global_after_fork, &unlock_global_after_fork);
+    return i;
+  }();
   return *interner;
 }
+
+void StringInterner::lock_global_for_fork() { global().mu_.lock(); }
+void StringInterner::unlock_global_after_fork() { global().mu_.unlock(); }
 
 uint64_t hash_bytes(const char* data, size_t len) {
   uint64_t h = 1469598103934665603ULL;

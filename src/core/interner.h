@@ -29,6 +29,11 @@ class StringInterner {
   static StringInterner& global();
 
  private:
+  // fork() while another thread holds mu_ would leave it locked forever in
+  // the child (a DataLoader worker): global() registers these with
+  // pthread_atfork so fork happens with mu_ held by the forking thread.
+  static void lock_global_for_fork();
+  static void unlock_global_after_fork();
   mutable std::mutex mu_;
   std::deque<std::string> strings_;  // deque: stable addresses on growth
   std::unordered_map<std::string_view, uint32_t> index_;

@@ -1,5 +1,6 @@
 #include "core/threads.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,8 +16,18 @@ struct Registry {
   std::unordered_map<uint64_t, uint32_t> by_tid;
 };
 
+Registry& registry();
+void lock_registry() { registry().mu.lock(); }
+void unlock_registry() { registry().mu.unlock(); }
+
 Registry& registry() {
-  static auto* r = new Registry();  // leaked: used until process exit
+  static auto* r = [] {
+    auto* reg = new Registry();  // leaked: used until process exit
+    // fork() (DataLoader workers) with the lock held by another thread would
+    // leave it locked in the child: fork with it held by the forking thread.
+    pthread_atfork(&lock_registry, &unlock_registry, &unlock_registry);
+    return reg;
+  }();
   return *r;
 }
 

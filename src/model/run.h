@@ -114,6 +114,23 @@ struct ModuleInfo {
   int32_t parent = -1; // index of the enclosing module in Run::modules, -1 for a root
 };
 
+// One process of the run: the main one, or a DataLoader worker process
+// (profiled in the worker, written to DIR/workers/, merged at the end).
+struct ProcessInfo {
+  int64_t pid = 0;
+  std::string role;          // "main" or "dataloader_worker"
+  int64_t worker_id = -1;    // DataLoader worker id, -1 for main
+  std::string start_method;  // workers: "fork", or "spawn" (spawn/forkserver: nothing inherited)
+  double wall_s = 0;         // profiled lifetime (workers: from their init to their exit)
+  double busy_s = 0;         // workers: producing batches (Dataset fetch + collate); main: CPU time of its main thread
+  double cpu_s = -1;         // CPU time of the process over wall_s, -1 unknown
+  uint64_t batches = 0;      // workers: batches produced
+  int64_t batch_ns_max = 0;  // workers: slowest batch
+  uint64_t op_calls = 0;     // torch operator calls in the process
+  uint64_t python_samples = 0;
+  std::vector<std::string> top_functions;  // hottest Python functions ("file:line(name)"), by self time
+};
+
 struct Run {
   RunInfo run;
   EnvFacts env;
@@ -130,6 +147,14 @@ struct Run {
   std::vector<ModuleEvent> module_events;  // bounded window, sorted by time
   uint64_t dropped_module_events = 0;
   std::vector<std::string> notes;  // what a collector could not do, and why
+  // Processes: empty for a run without worker processes; else the main
+  // process first, then one entry per DataLoader worker process.
+  std::vector<ProcessInfo> processes;
+  // All workers together: Python functions (merged by file, line, name;
+  // self_ns is the self time while producing batches, below the fetcher's
+  // fetch(), see model/processes.cc) and torch operators (by name and kind).
+  std::vector<PyFunctionStats> worker_python;
+  std::vector<OpStats> worker_ops;
 };
 
 }  // namespace torchneck

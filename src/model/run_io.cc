@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -12,7 +13,7 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: processes, worker_python, worker_ops
 
 class Writer {
  public:
@@ -95,6 +96,134 @@ OpKind op_kind(Reader& r) {
   return static_cast<OpKind>(k);
 }
 
+void put_functions(Writer& w, const std::vector<PyFunctionStats>& fs) {
+  w.num<uint64_t>(fs.size());
+  for (const auto& f : fs) {
+    w.str(f.function);
+    w.str(f.file);
+    w.num<int32_t>(f.line);
+    w.num<uint8_t>(f.builtin);
+    w.num(f.calls);
+    w.num(f.primitive_calls);
+    w.num(f.self_ns);
+    w.num(f.total_ns);
+    w.num(f.self_samples);
+    w.num(f.total_samples);
+    w.num<uint64_t>(f.callers.size());
+    for (const auto& c : f.callers) {
+      w.num(c.caller);
+      w.num(c.calls);
+      w.num(c.primitive_calls);
+      w.num(c.self_ns);
+      w.num(c.total_ns);
+    }
+  }
+}
+
+std::vector<PyFunctionStats> get_functions(Reader& r) {
+  std::vector<PyFunctionStats> fs(r.count(77));
+  for (auto& f : fs) {
+    f.function = r.str();
+    f.file = r.str();
+    f.line = r.num<int32_t>();
+    f.builtin = r.boolean();
+    f.calls = r.num<uint64_t>();
+    f.primitive_calls = r.num<uint64_t>();
+    f.self_ns = r.num<int64_t>();
+    f.total_ns = r.num<int64_t>();
+    f.self_samples = r.num<uint64_t>();
+    f.total_samples = r.num<uint64_t>();
+    f.callers.resize(r.count(36));
+    for (auto& c : f.callers) {
+      c.caller = r.num<uint32_t>();
+      c.calls = r.num<uint64_t>();
+      c.primitive_calls = r.num<uint64_t>();
+      c.self_ns = r.num<int64_t>();
+      c.total_ns = r.num<int64_t>();
+    }
+  }
+  for (const auto& f : fs)
+    for (const auto& c : f.callers)
+      if (c.caller >= fs.size()) r.fail("a caller index is out of range");
+  return fs;
+}
+
+void put_ops(Writer& w, const std::vector<OpStats>& ops) {
+  w.num<uint64_t>(ops.size());
+  for (const auto& o : ops) {
+    w.str(o.name);
+    w.num<uint8_t>(static_cast<uint8_t>(o.kind));
+    w.num(o.calls);
+    w.num(o.self_ns);
+    w.num(o.total_ns);
+    w.num<uint64_t>(o.shapes.size());
+    for (const auto& s : o.shapes) {
+      w.str(s.shapes);
+      w.num(s.count);
+    }
+    w.num<uint64_t>(o.thread_indices.size());
+    for (uint32_t t : o.thread_indices) w.num(t);
+  }
+}
+
+// Thread indices are checked against `threads` (SIZE_MAX: not checked, for
+// other processes' operators, whose threads are not in this run).
+std::vector<OpStats> get_ops(Reader& r, size_t threads) {
+  std::vector<OpStats> ops(r.count(49));
+  for (auto& o : ops) {
+    o.name = r.str();
+    o.kind = op_kind(r);
+    o.calls = r.num<uint64_t>();
+    o.self_ns = r.num<int64_t>();
+    o.total_ns = r.num<int64_t>();
+    o.shapes.resize(r.count(16));
+    for (auto& s : o.shapes) {
+      s.shapes = r.str();
+      s.count = r.num<uint64_t>();
+    }
+    o.thread_indices.resize(r.count(4));
+    for (auto& t : o.thread_indices) t = threads != SIZE_MAX ? r.index(threads, "operator thread") : r.num<uint32_t>();
+  }
+  return ops;
+}
+
+void put_processes(Writer& w, const std::vector<ProcessInfo>& ps) {
+  w.num<uint64_t>(ps.size());
+  for (const auto& p : ps) {
+    w.num(p.pid);
+    w.str(p.role);
+    w.num(p.worker_id);
+    w.str(p.start_method);
+    w.num(p.wall_s);
+    w.num(p.busy_s);
+    w.num(p.cpu_s);
+    w.num(p.batches);
+    w.num(p.batch_ns_max);
+    w.num(p.op_calls);
+    w.num(p.python_samples);
+    w.strs(p.top_functions);
+  }
+}
+
+std::vector<ProcessInfo> get_processes(Reader& r) {
+  std::vector<ProcessInfo> ps(r.count(96));
+  for (auto& p : ps) {
+    p.pid = r.num<int64_t>();
+    p.role = r.str();
+    p.worker_id = r.num<int64_t>();
+    p.start_method = r.str();
+    p.wall_s = r.num<double>();
+    p.busy_s = r.num<double>();
+    p.cpu_s = r.num<double>();
+    p.batches = r.num<uint64_t>();
+    p.batch_ns_max = r.num<int64_t>();
+    p.op_calls = r.num<uint64_t>();
+    p.python_samples = r.num<uint64_t>();
+    p.top_functions = r.strs();
+  }
+  return ps;
+}
+
 }  // namespace
 
 std::string encode_run(const Run& run) {
@@ -139,27 +268,7 @@ std::string encode_run(const Run& run) {
     w.num(t.os_tid);
     w.str(t.name);
   }
-  w.num<uint64_t>(run.python.size());
-  for (const auto& f : run.python) {
-    w.str(f.function);
-    w.str(f.file);
-    w.num<int32_t>(f.line);
-    w.num<uint8_t>(f.builtin);
-    w.num(f.calls);
-    w.num(f.primitive_calls);
-    w.num(f.self_ns);
-    w.num(f.total_ns);
-    w.num(f.self_samples);
-    w.num(f.total_samples);
-    w.num<uint64_t>(f.callers.size());
-    for (const auto& c : f.callers) {
-      w.num(c.caller);
-      w.num(c.calls);
-      w.num(c.primitive_calls);
-      w.num(c.self_ns);
-      w.num(c.total_ns);
-    }
-  }
+  put_functions(w, run.python);
   w.num<uint64_t>(run.stacks.size());
   for (const auto& s : run.stacks) {
     w.num(s.thread_index);
@@ -169,21 +278,7 @@ std::string encode_run(const Run& run) {
     w.num(s.weight_ns);
   }
   w.num(run.python_samples);
-  w.num<uint64_t>(run.ops.size());
-  for (const auto& o : run.ops) {
-    w.str(o.name);
-    w.num<uint8_t>(static_cast<uint8_t>(o.kind));
-    w.num(o.calls);
-    w.num(o.self_ns);
-    w.num(o.total_ns);
-    w.num<uint64_t>(o.shapes.size());
-    for (const auto& s : o.shapes) {
-      w.str(s.shapes);
-      w.num(s.count);
-    }
-    w.num<uint64_t>(o.thread_indices.size());
-    for (uint32_t t : o.thread_indices) w.num(t);
-  }
+  put_ops(w, run.ops);
   w.strs(run.strings);
   w.num<uint64_t>(run.timeline.size());
   for (const auto& ev : run.timeline) {
@@ -214,6 +309,9 @@ std::string encode_run(const Run& run) {
   }
   w.num(run.dropped_module_events);
   w.strs(run.notes);
+  put_processes(w, run.processes);
+  put_functions(w, run.worker_python);
+  put_ops(w, run.worker_ops);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -266,30 +364,7 @@ Run decode_run(const std::string& bytes) {
     t.os_tid = r.num<uint64_t>();
     t.name = r.str();
   }
-  run.python.resize(r.count(77));
-  for (auto& f : run.python) {
-    f.function = r.str();
-    f.file = r.str();
-    f.line = r.num<int32_t>();
-    f.builtin = r.boolean();
-    f.calls = r.num<uint64_t>();
-    f.primitive_calls = r.num<uint64_t>();
-    f.self_ns = r.num<int64_t>();
-    f.total_ns = r.num<int64_t>();
-    f.self_samples = r.num<uint64_t>();
-    f.total_samples = r.num<uint64_t>();
-    f.callers.resize(r.count(36));
-    for (auto& c : f.callers) {
-      c.caller = r.num<uint32_t>();
-      c.calls = r.num<uint64_t>();
-      c.primitive_calls = r.num<uint64_t>();
-      c.self_ns = r.num<int64_t>();
-      c.total_ns = r.num<int64_t>();
-    }
-  }
-  for (const auto& f : run.python)
-    for (const auto& c : f.callers)
-      if (c.caller >= run.python.size()) r.fail("a caller index is out of range");
+  run.python = get_functions(r);
   run.stacks.resize(r.count(28));
   for (auto& s : run.stacks) {
     s.thread_index = r.index(run.threads.size(), "stack thread");
@@ -299,21 +374,7 @@ Run decode_run(const std::string& bytes) {
     s.weight_ns = r.num<int64_t>();
   }
   run.python_samples = r.num<uint64_t>();
-  run.ops.resize(r.count(49));
-  for (auto& o : run.ops) {
-    o.name = r.str();
-    o.kind = op_kind(r);
-    o.calls = r.num<uint64_t>();
-    o.self_ns = r.num<int64_t>();
-    o.total_ns = r.num<int64_t>();
-    o.shapes.resize(r.count(16));
-    for (auto& s : o.shapes) {
-      s.shapes = r.str();
-      s.count = r.num<uint64_t>();
-    }
-    o.thread_indices.resize(r.count(4));
-    for (auto& t : o.thread_indices) t = r.index(run.threads.size(), "operator thread");
-  }
+  run.ops = get_ops(r, run.threads.size());
   run.strings = r.strs();
   run.timeline.resize(r.count(42));
   for (auto& ev : run.timeline) {
@@ -349,6 +410,9 @@ Run decode_run(const std::string& bytes) {
   }
   run.dropped_module_events = r.num<uint64_t>();
   run.notes = r.strs();
+  run.processes = get_processes(r);
+  run.worker_python = get_functions(r);
+  run.worker_ops = get_ops(r, SIZE_MAX);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

@@ -94,6 +94,57 @@ void write_ops(JsonWriter& w, const Run& run) {
   w.end_array();
 }
 
+// DataLoader worker processes and what they spent their time on (issue 6).
+void write_processes(JsonWriter& w, const Run& run) {
+  constexpr size_t kTopWorkerRows = 30;
+  w.key("processes").begin_array();
+  for (const auto& p : run.processes) {
+    w.begin_object();
+    w.field("pid", p.pid);
+    w.field("role", p.role);
+    w.key("worker_id");
+    p.worker_id < 0 ? w.null() : w.value(p.worker_id);
+    if (!p.start_method.empty()) w.field("start_method", p.start_method);
+    w.field("wall_s", p.wall_s);
+    w.field("busy_s", p.busy_s);
+    w.field("busy_pct", 100.0 * share(static_cast<int64_t>(p.busy_s * 1e9), static_cast<int64_t>(p.wall_s * 1e9)));
+    w.key("cpu_s");
+    p.cpu_s < 0 ? w.null() : w.value(p.cpu_s);
+    if (p.role != "main") {
+      w.field("batches", p.batches);
+      w.key("mean_batch_ms");
+      p.batches == 0 ? w.null() : w.value(1e3 * p.busy_s / static_cast<double>(p.batches));
+      w.field("max_batch_ms", ns_to_ms(p.batch_ns_max));
+      w.field("op_calls", p.op_calls);
+      w.field("python_samples", p.python_samples);
+      w.key("top_functions").begin_array();
+      for (const auto& f : p.top_functions) w.value(f);
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.key("worker_python").begin_array();
+  for (size_t i = 0; i < run.worker_python.size() && i < kTopWorkerRows; ++i) {
+    const auto& f = run.worker_python[i];
+    w.begin_object();
+    w.field("function", f.function).field("file", f.file).field("line", f.line);
+    w.field("self_ms", ns_to_ms(f.self_ns)).field("total_ms", ns_to_ms(f.total_ns));
+    w.field("calls", f.calls).field("self_samples", f.self_samples).field("total_samples", f.total_samples);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("worker_ops").begin_array();
+  for (size_t i = 0; i < run.worker_ops.size() && i < kTopWorkerRows; ++i) {
+    const auto& o = run.worker_ops[i];
+    w.begin_object();
+    w.field("name", o.name).field("kind", op_kind_name(o.kind)).field("calls", o.calls);
+    w.field("self_ms", ns_to_ms(o.self_ns)).field("total_ms", ns_to_ms(o.total_ns));
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void write_breakdown(JsonWriter& w, const char* key, const StepBreakdown& b, bool as_pct, int64_t total) {
   w.key(key).begin_object();
   for (int p = 0; p < kNumPhases; ++p) {
@@ -198,6 +249,7 @@ std::string profile_json(const Run& run, const Analysis& analysis) {
   write_steps(w, analysis.steps);
   write_layers(w, analysis.layers);
   write_findings(w, analysis.diagnosis);
+  write_processes(w, run);
   w.field("timeline_events", static_cast<uint64_t>(run.timeline.size()));
   w.field("dropped_events", run.dropped_events);
   w.key("notes").begin_array();

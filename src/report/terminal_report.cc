@@ -1,5 +1,7 @@
 #include "report/terminal_report.h"
 
+#include "model/processes.h"
+
 #include <cstdarg>
 #include <algorithm>
 #include <cstdio>
@@ -54,6 +56,35 @@ void environment(std::string& out, const Run& run) {
             d.batch_size < 0 ? "None" : std::to_string(d.batch_size).c_str(),
             d.pin_memory ? "True" : "False", d.persistent_workers ? "True" : "False",
             d.prefetch_factor < 0 ? "None" : std::to_string(d.prefetch_factor).c_str());
+  }
+}
+
+// One line per DataLoader worker process, then the hottest functions of all
+// workers together.
+void worker_processes(std::string& out, const Run& run) {
+  size_t n = 0;
+  for (const auto& p : run.processes) n += p.role != "main";
+  if (n == 0) return;
+  appendf(out, "\nDataLoader worker processes: %zu profiled (busy = producing batches: Dataset + collate)\n", n);
+  out += "  worker      pid  start   batches  ms/batch   busy %   CPU s  hottest function\n";
+  for (const auto& p : run.processes) {
+    if (p.role == "main") continue;
+    const double busy = p.wall_s > 0 ? 100.0 * p.busy_s / p.wall_s : 0.0;
+    appendf(out, "  %6lld %8lld  %-6s %7llu %9.2f %8.1f %7.2f  %s\n", static_cast<long long>(p.worker_id),
+            static_cast<long long>(p.pid), p.start_method.c_str(), static_cast<unsigned long long>(p.batches),
+            p.batches ? 1e3 * p.busy_s / static_cast<double>(p.batches) : 0.0, busy, p.cpu_s,
+            p.top_functions.empty() ? "-" : p.top_functions.front().c_str());
+  }
+  int64_t all = 0;
+  for (const auto& f : run.worker_python) all += f.self_ns;
+  if (all > 0) {
+    out += "  hottest Python functions across workers (self time):\n";
+    for (size_t i = 0; i < run.worker_python.size() && i < 5; ++i) {
+      const auto& f = run.worker_python[i];
+      if (f.self_ns <= 0) break;
+      appendf(out, "    %9.1f ms %5.1f%%  %s\n", ns_to_ms(f.self_ns), 100.0 * share(f.self_ns, all),
+              short_function_label(f).c_str());
+    }
   }
 }
 
@@ -200,6 +231,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   layers_table(out, analysis.layers);
   out += "\n";
   environment(out, run);
+  worker_processes(out, run);
   if (run.run.python_mode != "off") {
     section(out, "");
     if (run.run.python_mode == "trace") python_traced(out, run, s, o.cwd);

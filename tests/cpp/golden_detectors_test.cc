@@ -68,6 +68,18 @@ DiagnosisInput load_input(const json& j) {
   for (const json& d : j.at("data_functions"))
     in.data_functions.push_back({d.at("function"), d.at("file"), d.at("line"), ms(d.at("self_ms"))});
   in.data_python_ns = ms(j.at("data_python_ms"));
+  if (j.contains("workers")) {
+    for (const json& w : j.at("workers")) {
+      ProcessInfo p;
+      p.role = "dataloader_worker";
+      p.wall_s = w.at("wall_s");
+      p.busy_s = w.at("busy_s");
+      p.batches = w.at("batches");
+      in.workers.push_back(p);
+    }
+    in.worker_top_function = j.at("worker_top_function");
+    in.worker_top_share = j.at("worker_top_share");
+  }
   return in;
 }
 

@@ -15,6 +15,68 @@ constexpr int64_t kMaxSuggestedWorkers = 8;
 // Below this CPU share of its data wait, the main thread is mostly waiting
 // (sleep, I/O) while loading: workers then overlap regardless of cores.
 constexpr double kWaitingLoadCpu = 0.5;
+// Worker processes busy producing batches at least this share of their
+// lifetime are saturated: the pipeline's rate is theirs. Well below it while
+// the main loop still waits, the wait is not for their work.
+constexpr double kWorkersSaturated = 0.80;
+constexpr double kWorkersIdle = 0.50;
+
+// With the workers' own numbers: are they saturated (then more workers, or
+// cheaper transforms when no core is left), or mostly idle (then the main
+// loop waits for something else, and more workers would not help)?
+void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_t D, int64_t C,
+                         int64_t workers, int64_t cores) {
+  double wall = 0, busy = 0, batches = 0;
+  for (const auto& p : in.workers) {
+    wall += p.wall_s;
+    busy += p.busy_s;
+    batches += static_cast<double>(p.batches);
+  }
+  const double busy_share = wall > 0 ? busy / wall : 0;
+  const double per_batch_ms = batches > 0 ? 1e3 * busy / batches : 0;
+  f.evidence.push_back(std::to_string(in.workers.size()) + " DataLoader worker processes were busy " +
+                       fmt_pct(busy_share) + " of their time producing batches (" +
+                       std::to_string(static_cast<int64_t>(batches)) + " batches, " + fmt_ms(static_cast<int64_t>(per_batch_ms * 1e6)) +
+                       " each on average)");
+  if (!in.worker_top_function.empty())
+    f.evidence.push_back("the workers' hottest function while producing batches: " + in.worker_top_function + " (" +
+                         fmt_pct(in.worker_top_share) + " of their Python time)");
+  const std::string transform =
+      in.worker_top_function.empty() ? "the per-sample transforms" : in.worker_top_function;
+  if (busy_share >= kWorkersSaturated) {
+    // One batch per step is needed; the workers deliver `workers` batches
+    // every per_batch time. More workers help only with spare cores (the
+    // main process needs one).
+    const int64_t spare = cores - 1 - workers;
+    if (spare > 0) {
+      const int64_t more = std::min<int64_t>(kMaxSuggestedWorkers, workers + spare);
+      f.recommendation = "DataLoader(..., num_workers=" + std::to_string(more) +
+                         ", persistent_workers=True): the workers are saturated and " + std::to_string(spare) +
+                         " core(s) are free; and make " + transform + " cheaper";
+      const int64_t likely = C + D * workers / more;
+      f.estimated_gain_pct = 100.0 * share(T - likely, T);
+      f.gain_arithmetic = "wait " + fmt_ms(D) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
+                          " saturated workers -> step " + fmt_ms(likely);
+    } else {
+      f.recommendation = "Make " + transform +
+                         " cheaper (vectorise it, or precompute it once): the workers are saturated and no core is "
+                         "free for more of them (" + std::to_string(cores) + " cores, " + std::to_string(workers) +
+                         " workers + the main process)";
+      f.gain_arithmetic = "not estimated: depends on how much cheaper the transform gets";
+    }
+  } else if (busy_share < kWorkersIdle) {
+    f.recommendation =
+        "More workers would not help: they are idle most of the time while the loop waits. Check what the wait is "
+        "made of: worker start-up each epoch (persistent_workers=True), large batches sent between processes "
+        "(smaller tensors, uint8 instead of float32, pin_memory), or a sampler/collate in the main process";
+    f.gain_arithmetic = "not estimated: the wait is not for the workers' computing";
+  } else {
+    f.recommendation = "DataLoader(..., persistent_workers=True, prefetch_factor=4) to keep the workers busier, "
+                       "and make " + transform + " cheaper";
+    f.gain_arithmetic = "not estimated: the workers are busy " + fmt_pct(busy_share) +
+                        " of the time, between idle and saturated";
+  }
+}
 
 }  // namespace
 
@@ -66,6 +128,8 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     if (!waits)
       f.gain_arithmetic += "; " + fmt_ms(best) + " if loading waits rather than computes (all " +
                            std::to_string(suggested) + " workers overlap)";
+  } else if (!in.workers.empty()) {
+    with_worker_numbers(in, f, T, D, C, workers, cores);
   } else {
     f.evidence.push_back("DataLoader num_workers=" + std::to_string(workers) + " cannot keep up");
     const int64_t more = std::min<int64_t>(kMaxSuggestedWorkers, std::max<int64_t>(workers * 2, cores));

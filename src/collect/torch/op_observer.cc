@@ -39,6 +39,8 @@
 #undef TORCHNECK_RESTORE_DEBUG
 #endif
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -142,8 +144,21 @@ struct Observer {
   bool installed = false;
 };
 
+Observer& observer();
+void lock_observer() { observer().mu.lock(); }
+void unlock_observer() { observer().mu.unlock(); }
+
 Observer& observer() {
-  static auto* o = new Observer();  // leaked: late callbacks may still look
+  static auto* o = [] {
+    auto* obs = new Observer();  // leaked: late callbacks may still look
+    // fork() (a DataLoader worker) while a snapshot or a registration holds
+    // the lock would leave it locked in the child. Registered after the
+    // thread registry's handler, so fork takes this lock first, the
+    // registry's second: the order register_thread() takes them in.
+    (void)current_thread_index();
+    pthread_atfork(&lock_observer, &unlock_observer, &unlock_observer);
+    return obs;
+  }();
   return *o;
 }
 
@@ -522,6 +537,28 @@ void stop_op_observer() {
   Observer& o = observer();
   std::lock_guard<std::mutex> lock(o.mu);
   stop_locked(o);
+}
+
+void discard_op_observer() {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  // In a forked child only the forking thread exists, and it is in none of
+  // our callbacks: flags copied from other threads of the parent are stale,
+  // so no waiting for them (it would never end).
+  g_enabled.store(false, std::memory_order_seq_cst);
+  if (o.installed) {
+    at::removeCallback(o.main_handle);
+    if (o.shape_handle != at::INVALID_CALLBACK_HANDLE) at::removeCallback(o.shape_handle);
+  }
+  o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  o.installed = false;
+  for (const auto& st : o.threads) {
+    st->busy.store(0);
+    st->frozen.store(0);
+    reset_thread(*st, 0);
+    st->agg_slots.shrink_to_fit();
+    st->aggs.shrink_to_fit();
+  }
 }
 
 bool snapshot_op_observer(Run& run, int64_t wait_ns) {

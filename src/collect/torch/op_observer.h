@@ -58,4 +58,8 @@ void collect_op_observer(Run& run);
 // is not running or its registry could not be had within wait_ns.
 bool snapshot_op_observer(Run& run, int64_t wait_ns);
 
+// Stops the observer and drops every thread's data without merging it (a
+// forked DataLoader worker drops what it inherited from its parent).
+void discard_op_observer();
+
 }  // namespace torchneck

@@ -1,0 +1,85 @@
+"""A DataLoader with worker processes and a planted slow transform
+(slow_transform: pure Python, a fixed amount of work per sample). The worker
+measures itself with perf_counter: each __getitem__ and the collate of each
+batch, and appends "pid seconds" per batch (the time to produce it) to the
+file named by --truth, outside the timed parts: the workers' own
+self-measurement, which the profile's per-worker numbers are checked against. Prints the loss of every
+step (the training must be the same with and without the profiler).
+
+    python workers_slow_transform.py --start-method fork|spawn --truth PATH
+        [--workers 2] [--items 48] [--batch 4] [--work 30000]
+"""
+import argparse
+import os
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset, default_collate
+
+_pending = [0.0]  # this process's __getitem__ time since the last batch
+
+
+def slow_transform(i, work):
+    acc = 0.0
+    for k in range(work):
+        acc += ((i * 31 + k) % 97) * 0.5
+    return acc
+
+
+class Planted(Dataset):
+    def __init__(self, items, work, truth):
+        self.items, self.work, self.truth = items, work, truth
+
+    def __len__(self):
+        return self.items
+
+    def __getitem__(self, i):
+        t0 = time.perf_counter()
+        v = slow_transform(i, self.work)
+        x = torch.full((16,), v / (self.work * 50.0)) + torch.randn(16) * 0.01
+        y = torch.tensor(float(i % 3))
+        _pending[0] += time.perf_counter() - t0
+        return x, y
+
+
+class TimedCollate:
+    def __init__(self, truth):
+        self.truth = truth
+
+    def __call__(self, batch):
+        t0 = time.perf_counter()
+        out = default_collate(batch)
+        produced = _pending[0] + (time.perf_counter() - t0)
+        _pending[0] = 0.0
+        fd = os.open(self.truth, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, f"{os.getpid()} {produced:.9f}\n".encode())
+        os.close(fd)
+        return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--start-method", default="fork")
+    ap.add_argument("--truth", required=True)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--items", type=int, default=48)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--work", type=int, default=30000)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(Planted(a.items, a.work, a.truth), batch_size=a.batch, shuffle=True,
+                        num_workers=a.workers, multiprocessing_context=a.start_method,
+                        collate_fn=TimedCollate(a.truth),
+                        generator=torch.Generator().manual_seed(1))
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x).squeeze(1), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"step {step} loss {loss.item():.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

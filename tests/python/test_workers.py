@@ -1,0 +1,75 @@
+"""DataLoader worker processes (issue 6): each worker is profiled in its own
+process under fork and spawn, and its numbers match what the worker measured
+about itself (tests/python/scripts/workers_slow_transform.py writes the time
+it took to produce each batch, from perf_counter, per pid)."""
+
+import collections
+import os
+
+import pytest
+
+from conftest import load_profile, run_plain, run_tool, script
+
+
+def _self_measurement(path):
+    batches = collections.Counter()
+    seconds = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            pid, s = line.split()
+            batches[int(pid)] += 1
+            seconds[int(pid)] += float(s)
+    return batches, seconds
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_each_worker_is_profiled_and_matches_its_self_measurement(method, tmp_path):
+    # GIVEN the same script under plain Python (the oracle for the training)
+    plain_truth = str(tmp_path / "plain.truth")
+    plain = run_plain([script("workers_slow_transform.py"), "--start-method", method, "--truth", plain_truth])
+    assert plain.returncode == 0, plain.stderr
+    # WHEN it runs under torchneck
+    truth = str(tmp_path / "truth")
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, script("workers_slow_transform.py"), "--start-method", method, "--truth", truth])
+    assert r.returncode == 0, r.stderr
+    # THEN the training is unchanged (same losses, step by step)
+    assert r.stdout == plain.stdout
+    assert r.stdout.count("loss") == 12
+    prof = load_profile(out)
+    procs = prof["processes"]
+    assert procs[0]["role"] == "main" and procs[0]["pid"] != 0
+    workers = [p for p in procs if p["role"] == "dataloader_worker"]
+    assert sorted(p["worker_id"] for p in workers) == [0, 1]
+    assert all(p["start_method"] == method for p in workers)
+    batches, seconds = _self_measurement(truth)
+    assert sorted(p["pid"] for p in workers) == sorted(batches)
+    for p in workers:
+        pid = p["pid"]
+        # batches produced: exactly; time producing them: within 10 %
+        assert p["batches"] == batches[pid], p
+        assert p["busy_s"] == pytest.approx(seconds[pid], rel=0.10), (p, seconds[pid])
+        assert p["mean_batch_ms"] == pytest.approx(1e3 * seconds[pid] / batches[pid], rel=0.10)
+        assert 0 < p["busy_pct"] <= 100
+        # the planted transform is what the worker spent its busy time on
+        assert p["top_functions"][0].endswith("(slow_transform)"), p["top_functions"]
+    assert prof["worker_python"][0]["function"] == "slow_transform"
+    assert os.path.basename(prof["worker_python"][0]["file"]) == "workers_slow_transform.py"
+    # each worker's own profile is in the output folder
+    files = os.listdir(os.path.join(out, "workers"))
+    assert len(files) == 2 and all(f.endswith(".spill") for f in files)
+    assert "DataLoader worker processes: 2 profiled" in r.stderr
+
+
+def test_input_bound_finding_uses_the_workers_numbers(tmp_path):
+    # GIVEN workers that are busy producing batches while the main loop waits
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, script("workers_slow_transform.py"), "--truth", str(tmp_path / "t"),
+                  "--items", "64"])
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(out)
+    finding = next(f for f in prof["findings"] if f["id"] == "input_bound")
+    text = " ".join(finding["evidence"]) + " " + finding["recommendation"]
+    # THEN the evidence is the workers' own busy share and hottest function
+    assert "worker processes were busy" in text
+    assert "slow_transform" in text
