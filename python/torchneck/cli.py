@@ -29,6 +29,20 @@ options:
 
 The report goes to stderr after the script has finished (the script's stdout
 stays clean); it is also saved as DIR/report.txt, with DIR/profile.json.
+
+Options come before SCRIPT (or -m MODULE); everything after it is the
+script's own. An option may be repeated with the same value; given twice
+with different values, it is an error, as are combinations where one option
+would be silently ignored: --sample-hz with --python=trace or off, and
+--timeline-events with --no-ops.
+
+Exit status: the script's own. A bad invocation (unknown or conflicting
+option, missing script, a directory given as the script, a syntax error, an
+output folder that cannot be written) is one line on stderr starting with
+"torchneck: " and exit status 2, before the script starts, and leaves no
+output folder behind. If the report cannot be written once the script has
+ended (a full disk), that is one such line too, but the exit status stays
+the script's own: a training run that finished is not reported as failed.
 """
 
 
@@ -59,12 +73,17 @@ def _int(name, text, lo, hi):
     return v
 
 
+# Options that take a value; -o and --output are one option.
+_TAKES_VALUE = {"--python": "--python", "--sample-hz": "--sample-hz", "-o": "--output",
+                "--output": "--output", "--timeline-events": "--timeline-events", "--top": "--top"}
+
+
 def parse(argv):
     """Options first; the first non-option (or -m MODULE) is the target and
     everything after it belongs to the script."""
     o = Options()
+    given = {}  # option -> (value as typed, parsed value): repeats must agree
     i = 0
-    takes_value = {"--python", "--sample-hz", "-o", "--output", "--timeline-events", "--top"}
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -77,6 +96,7 @@ def parse(argv):
                 raise UsageError("-m needs a module name")
             o.module = argv[i + 1]
             o.args = argv[i + 2:]
+            _check_conflicts(o, given)
             return o
         if arg in ("-h", "--help"):
             raise SystemExit(_print_usage())
@@ -85,12 +105,13 @@ def parse(argv):
             print(f"torchneck {__version__}")
             raise SystemExit(0)
         name, eq, value = arg.partition("=")
-        if name not in takes_value and name != "--no-ops":
+        if name not in _TAKES_VALUE and name != "--no-ops":
             raise UsageError(f"unknown option {arg} (see torchneck --help)")
         if name == "--no-ops":
             if eq:
                 raise UsageError("--no-ops takes no value")
             o.ops = False
+            given["--no-ops"] = ("", True)
             i += 1
             continue
         if not eq:
@@ -99,25 +120,45 @@ def parse(argv):
             value = argv[i + 1]
             i += 1
         i += 1
-        if name == "--python":
-            if value not in ("sample", "trace", "off"):
-                raise UsageError(f"--python must be sample, trace or off, not {value!r}")
-            o.python_mode = value
-        elif name == "--sample-hz":
-            o.sample_hz = float(_int(name, value, 1, 10000))
-        elif name in ("-o", "--output"):
-            if not value:
-                raise UsageError(f"{name} needs a folder name")
-            o.output = value
-        elif name == "--timeline-events":
-            o.timeline_events = _int(name, value, 0, 1 << 30)
-        elif name == "--top":
-            o.top = _int(name, value, 1, 1000)
+        _set(o, given, name, value)
     if i >= len(argv):
         raise UsageError("no script given (usage: torchneck run [options] SCRIPT [ARGS...])")
     o.script = argv[i]
     o.args = argv[i + 1:]
+    _check_conflicts(o, given)
     return o
+
+
+def _set(o, given, name, value):
+    """Parses one option's value into o; a repeat must say the same."""
+    if name == "--python":
+        if value not in ("sample", "trace", "off"):
+            raise UsageError(f"--python must be sample, trace or off, not {value!r}")
+        o.python_mode = parsed = value
+    elif name == "--sample-hz":
+        o.sample_hz = parsed = float(_int(name, value, 1, 10000))
+    elif name in ("-o", "--output"):
+        if not value:
+            raise UsageError(f"{name} needs a folder name")
+        o.output = value
+        parsed = os.path.normpath(os.path.abspath(value))
+    elif name == "--timeline-events":
+        o.timeline_events = parsed = _int(name, value, 0, 1 << 30)
+    else:  # --top
+        o.top = parsed = _int(name, value, 1, 1000)
+    key = _TAKES_VALUE[name]
+    if key in given and given[key][1] != parsed:
+        shown = "-o/--output" if key == "--output" else key
+        raise UsageError(f"{shown} given twice, as {given[key][0]} and {value}; give it once")
+    given[key] = (value, parsed)
+
+
+def _check_conflicts(o, given):
+    """Combinations where one option would be silently ignored."""
+    if "--sample-hz" in given and o.python_mode != "sample":
+        raise UsageError(f"--sample-hz conflicts with --python={o.python_mode}: only --python=sample samples")
+    if "--timeline-events" in given and not o.ops:
+        raise UsageError("--timeline-events conflicts with --no-ops (no operator events are kept)")
 
 
 def _print_usage():
