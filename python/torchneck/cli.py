@@ -8,6 +8,7 @@ import sys
 USAGE = """\
 usage: torchneck run [options] SCRIPT [ARGS...]
        torchneck run [options] -m MODULE [ARGS...]
+       torchneck report [--top=N] DIR                   (the report again, from DIR/profile.spill)
        python -m torchneck [options] SCRIPT [ARGS...]   (drop-in for python -m torch.utils.bottleneck)
 
 Runs SCRIPT once, unchanged, as __main__ with its own sys.argv, and reports
@@ -23,6 +24,13 @@ options:
   --no-ops             do not observe torch operators
   --timeline-events=N  operator events kept per thread for the timeline
                        (default 524288; aggregates always cover the whole run)
+  --timeline-steps=N   keep timelines only for the first N training steps
+                       (optimizer or ProfilerStep boundaries; default 0: no
+                       limit in steps, only --timeline-events)
+  --spill-interval=S   at most S seconds between periodic spills of the
+                       profile to DIR/profile.spill (default 10; 0: none),
+                       which `torchneck report DIR` turns into the report
+                       after a kill -9 (see docs/endings.md)
   --top=N              rows per table in the terminal report (default 15)
   -h, --help           this help
   --version            print the version
@@ -34,7 +42,7 @@ Options come before SCRIPT (or -m MODULE); everything after it is the
 script's own. An option may be repeated with the same value; given twice
 with different values, it is an error, as are combinations where one option
 would be silently ignored: --sample-hz with --python=trace or off, and
---timeline-events with --no-ops.
+--timeline-events or --timeline-steps with --no-ops.
 
 Exit status: the script's own. A bad invocation (unknown or conflicting
 option, missing script, a directory given as the script, a syntax error, an
@@ -57,6 +65,8 @@ class Options:
         self.output = None
         self.ops = True
         self.timeline_events = 1 << 19
+        self.timeline_steps = 0
+        self.spill_interval = 10.0
         self.top = 15
         self.module = None  # -m MODULE
         self.script = None
@@ -75,7 +85,8 @@ def _int(name, text, lo, hi):
 
 # Options that take a value; -o and --output are one option.
 _TAKES_VALUE = {"--python": "--python", "--sample-hz": "--sample-hz", "-o": "--output",
-                "--output": "--output", "--timeline-events": "--timeline-events", "--top": "--top"}
+                "--output": "--output", "--timeline-events": "--timeline-events", "--top": "--top",
+                "--timeline-steps": "--timeline-steps", "--spill-interval": "--spill-interval"}
 
 
 def parse(argv):
@@ -144,6 +155,10 @@ def _set(o, given, name, value):
         parsed = os.path.normpath(os.path.abspath(value))
     elif name == "--timeline-events":
         o.timeline_events = parsed = _int(name, value, 0, 1 << 30)
+    elif name == "--timeline-steps":
+        o.timeline_steps = parsed = _int(name, value, 0, 1 << 30)
+    elif name == "--spill-interval":
+        o.spill_interval = parsed = float(_int(name, value, 0, 86400))
     else:  # --top
         o.top = parsed = _int(name, value, 1, 1000)
     key = _TAKES_VALUE[name]
@@ -157,8 +172,9 @@ def _check_conflicts(o, given):
     """Combinations where one option would be silently ignored."""
     if "--sample-hz" in given and o.python_mode != "sample":
         raise UsageError(f"--sample-hz conflicts with --python={o.python_mode}: only --python=sample samples")
-    if "--timeline-events" in given and not o.ops:
-        raise UsageError("--timeline-events conflicts with --no-ops (no operator events are kept)")
+    for name in ("--timeline-events", "--timeline-steps"):
+        if name in given and not o.ops:
+            raise UsageError(f"{name} conflicts with --no-ops (no operator events are kept)")
 
 
 def _print_usage():

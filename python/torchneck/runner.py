@@ -170,12 +170,17 @@ def run(options):
     _torchneck = _load_native()
     out_dir = output.prepare_dir(options.output, target.display)
 
-    session = _torchneck.Session(
-        python_mode=options.python_mode,
-        sample_hz=options.sample_hz,
-        ops=options.ops,
-        timeline_events_per_thread=options.timeline_events,
-    )
+    try:
+        session = _torchneck.Session(
+            python_mode=options.python_mode,
+            sample_hz=options.sample_hz,
+            ops=options.ops,
+            timeline_events_per_thread=options.timeline_events,
+            timeline_steps=options.timeline_steps,
+        )
+    except (RuntimeError, ValueError) as e:
+        output.discard_dir(out_dir)
+        raise UsageError(f"cannot start profiling: {e}") from None
     facts = envfacts.EnvCollector()
     start_unix = time.time()
 
@@ -251,12 +256,20 @@ def run(options):
     process_cpu0 = time.process_time()
     sigterm_handler = _install_sigterm()
     os._exit = exit_now
-    session.start()
+    try:
+        session.start()
+        session.start_spill(out_dir, os.getcwd(), top=options.top,
+                            first_s=min(1.0, options.spill_interval) if options.spill_interval > 0 else 0.0,
+                            max_interval_s=options.spill_interval)
+    except RuntimeError as e:  # a collector that cannot start: before the script, so exit 2
+        session.stop()
+        facts.uninstall()
+        _uninstall_sigterm(sigterm_handler)
+        os._exit = real_exit
+        output.discard_dir(out_dir)
+        raise UsageError(f"cannot start profiling: {e}") from None
     worker_profiling.install()
     env_changed()
-    session.start_spill(out_dir, os.getcwd(), top=options.top,
-                        first_s=getattr(options, "spill_first_s", 1.0),
-                        max_interval_s=getattr(options, "spill_interval", 10.0))
     guard.install()
     ending = "finished"
     try:

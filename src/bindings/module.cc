@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "core/timeline_window.h"
 #include "model/processes.h"
 #include "model/run.h"
 #include "model/run_io.h"
@@ -39,6 +41,7 @@ struct SessionOptions {
   bool ops = true;
   bool modules = true;  // nn.Module scopes for layers and the forward phase
   size_t timeline_events_per_thread = size_t{1} << 19;
+  int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
   double shape_sample_prob = 0.05;
 };
 
@@ -55,6 +58,7 @@ class Session {
     if (started_) throw std::runtime_error("session already started");
     main_tid_ = current_os_tid();
     start_ns_ = now_ns();
+    timeline_window().reset(o_.timeline_steps);
     if (pthread_getcpuclockid(pthread_self(), &main_cpu_clock_) == 0) {
       main_cpu0_ = cpu_seconds();
     } else {
@@ -142,31 +146,46 @@ class Session {
   }
 
   // Collects, merges the DataLoader workers' profiles found in
-  // out_dir/workers, then writes profile.json (+ python.pstats, report.txt)
-  // into out_dir; returns the terminal report text.
-  std::string finish(const py::dict& run_info, const py::dict& env, const std::string& out_dir,
-                     const std::string& cwd) {
+  // out_dir/workers, then writes profile.spill, profile.json (+
+  // python.pstats, report.txt) into out_dir. Returns (report text, None), or
+  // (report text, one-line error) when a file could not be written: the
+  // report is shown even when the disk is full.
+  py::tuple finish(const py::dict& run_info, const py::dict& env, const std::string& out_dir,
+                   const std::string& cwd) {
     Run run = collect(run_info, env);
     const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
-    py::gil_scoped_release nogil;
-    if (!out_dir.empty()) {
-      const std::vector<Run> workers = load_worker_runs(out_dir, run.notes);
-      if (!workers.empty()) {
-        ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-        main.role = "main";
-        merge_workers(run, main, workers);
-      } else {
-        run.processes.clear();
+    std::string text, error;
+    {
+      py::gil_scoped_release nogil;
+      if (!out_dir.empty()) {
+        const std::vector<Run> workers = load_worker_runs(out_dir, run.notes);
+        if (!workers.empty()) {
+          ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+          main.role = "main";
+          merge_workers(run, main, workers);
+        } else {
+          run.processes.clear();
+        }
       }
+      // The whole run, for `torchneck report DIR` (and in place of the last
+      // periodic spill, which it supersedes).
+      if (!out_dir.empty()) {
+        try {
+          save_run(run, out_dir + "/profile.spill");
+        } catch (const std::runtime_error& e) {
+          error = e.what();
+        }
+      }
+      OutputOptions out;
+      out.dir = out_dir;
+      out.cwd = cwd;
+      out.summary.top_python = out.summary.top_ops = top;
+      std::string write_error;
+      text = write_outputs(run, out, &write_error);
+      if (error.empty()) error = write_error;
     }
-    // The whole run, for `torchneck report DIR` (and in place of the last
-    // periodic spill, which it supersedes).
-    if (!out_dir.empty()) save_run(run, out_dir + "/profile.spill");
-    OutputOptions out;
-    out.dir = out_dir;
-    out.cwd = cwd;
-    out.summary.top_python = out.summary.top_ops = top;
-    return write_outputs(run, out);
+    if (error.empty()) return py::make_tuple(text, py::none());
+    return py::make_tuple(text, error);
   }
 
   // A DataLoader worker's end: its profile, unanalysed, to `path` (the
@@ -214,6 +233,16 @@ class Session {
     if (run_info.contains("thread_names"))
       thread_names = run_info["thread_names"].cast<std::map<uint64_t, std::string>>();
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
+    const TimelineWindow& window = timeline_window();
+    if (window.closed.load()) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "timeline window: the first %lld step boundaries (--timeline-steps), closed %.1f s into the "
+                    "run; %lld boundaries in all; later events are in the tables but not in the step breakdown",
+                    static_cast<long long>(o_.timeline_steps), ns_to_s(window.closed_at_ns.load() - start_ns_),
+                    static_cast<long long>(window.boundaries.load()));
+      run.notes.push_back(buf);
+    }
     if (o_.python_mode == "trace") collect_tracer(run);
     else if (o_.python_mode == "sample") collect_sampler(run);
     if (o_.modules) collect_module_scopes(run);
@@ -318,8 +347,10 @@ PYBIND11_MODULE(_torchneck, m) {
   m.doc() = "torchneck's native core: collectors, analysis and reports";
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
-                       size_t timeline_events_per_thread, double shape_sample_prob, bool modules) {
+                       size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
+                       int64_t timeline_steps) {
              SessionOptions o;
+             o.timeline_steps = timeline_steps;
              o.modules = modules;
              o.python_mode = python_mode;
              o.sample_hz = sample_hz;
@@ -330,7 +361,8 @@ PYBIND11_MODULE(_torchneck, m) {
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
-           py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true)
+           py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
+           py::arg("timeline_steps") = 0)
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
            py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)

@@ -200,12 +200,15 @@ void spiller_main(Spiller* s) {
   PyGILState_STATE outer = PyGILState_Ensure();
   PyThreadState* saved = PyEval_SaveThread();
   const int64_t started = now_ns();
+  // No periodic spills (--spill-interval 0): wake only to stop or for a crash.
+  const bool periodic = s->options.max_interval_s > 0;
+  constexpr int64_t kNever = int64_t{1} << 62;
   double interval = s->options.first_s;
-  int64_t next = started + static_cast<int64_t>(interval * 1e9);
+  int64_t next = periodic ? started + static_cast<int64_t>(interval * 1e9) : kNever;
   for (;;) {
     const int64_t wait_ms = std::max<int64_t>(0, (next - now_ns()) / 1'000'000);
     struct pollfd p{s->pipe_r, POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1 << 30)));
+    const int r = poll(&p, 1, periodic ? static_cast<int>(std::min<int64_t>(wait_ms, 1 << 30)) : -1);
     if (r > 0) {
       char byte = 0;
       if (read(s->pipe_r, &byte, 1) == 1 && byte == 'c') {

@@ -28,7 +28,7 @@ struct SpillOptions {
   std::string cwd;          // for relative paths in the crash report
   size_t top = 15;          // rows per table in the crash report
   double first_s = 1.0;     // first spill after this long
-  double max_interval_s = 10.0;
+  double max_interval_s = 10.0;  // 0: no periodic spills (the crash report stays)
   double max_overhead = 0.02;
   double crash_wait_s = 20.0;
   bool crash_handler = true;

@@ -47,6 +47,9 @@ class EventBuffer {
     return true;
   }
 
+  // Counts a record left out on purpose (the window closed).
+  void drop() { ++dropped_; }
+
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   uint64_t dropped() const { return dropped_; }

@@ -1,5 +1,7 @@
 #include "report/output_files.h"
 
+#include <stdexcept>
+
 #include "core/files.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
@@ -7,17 +9,22 @@
 
 namespace torchneck {
 
-std::string write_outputs(const Run& run, const OutputOptions& options) {
+std::string write_outputs(const Run& run, const OutputOptions& options, std::string* error) {
   const Analysis analysis = analyze(run, options.summary);
   TerminalReportOptions t;
   t.output_dir = options.dir;
   t.cwd = options.cwd;
   std::string text = terminal_report(run, analysis, t);
   if (!options.dir.empty()) {
-    write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
-    if (run.run.python_mode == "trace")
-      write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
-    write_file_atomically(options.dir + "/report.txt", text);
+    try {
+      write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
+      if (run.run.python_mode == "trace")
+        write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
+      write_file_atomically(options.dir + "/report.txt", text);
+    } catch (const std::runtime_error& e) {
+      if (error == nullptr) throw;
+      *error = e.what();
+    }
   }
   return text;
 }

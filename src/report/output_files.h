@@ -15,8 +15,10 @@ struct OutputOptions {
   SummaryOptions summary;
 };
 
-// Returns the terminal report text. Throws std::runtime_error with a
-// one-line message when a file cannot be written.
-std::string write_outputs(const Run& run, const OutputOptions& options);
+// Returns the terminal report text. When a file cannot be written: with
+// `error`, sets it to a one-line message and still returns the text (the
+// user sees the report even on a full disk); without, throws
+// std::runtime_error with that message.
+std::string write_outputs(const Run& run, const OutputOptions& options, std::string* error = nullptr);
 
 }  // namespace torchneck

@@ -180,8 +180,6 @@ def test_full_disk_keeps_an_existing_output_folder(tmp_path):
     assert_nothing_half_written(out)
 
 
-@pytest.mark.xfail(strict=True, reason="Session.finish() raises on the first failed write and the report "
-                   "text is lost; it must hand the text back with the error (src/bindings/module.cc)")
 def test_full_disk_still_prints_the_terminal_report(tmp_path):
     _plain, got = run_on_full_disk(tmp_path, 0, tmp_path / "out")
     assert "torchneck ====" in got.stderr

@@ -22,6 +22,7 @@
 #include "core/event_buffer.h"
 #include "core/flat_map.h"
 #include "core/threads.h"
+#include "core/timeline_window.h"
 
 namespace torchneck {
 namespace {
@@ -75,7 +76,8 @@ void record(PyObject* module, uint8_t is_exit) {
   e.module = id;
   e.thread_index = current_thread_index();
   e.is_exit = is_exit;
-  thread_events()->events.append(e);
+  if (timeline_window().open()) thread_events()->events.append(e);
+  else thread_events()->events.drop();
 }
 
 PyObject* pre_hook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {

@@ -57,6 +57,7 @@
 #include "core/event_buffer.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "core/timeline_window.h"
 #include "model/op_merge.h"
 
 namespace torchneck {
@@ -130,6 +131,9 @@ struct ThreadState {
   std::vector<OpAggregate> aggs;
   EventBuffer<OpEvent> timeline;
   uint64_t abandoned = 0;  // frames whose end never came on this thread
+  // name id -> 1 if its end is a step boundary (timeline_window.h), 0 if
+  // not, 2 if not classified yet; grows only when a new name is seen.
+  std::vector<uint8_t> boundary_of;
   // Scratch for the sampled shape callback, reused across events.
   std::string shape_text;
   std::string dtype_text;
@@ -255,6 +259,15 @@ inline uint32_t aggregate_for(ThreadState* st, uint32_t name_id, OpKind kind) {
   return index;
 }
 
+// Whether the end of `name_id` is a step boundary; classifies each name once
+// per thread.
+inline bool is_boundary(ThreadState* st, uint32_t name_id) {
+  if (name_id >= st->boundary_of.size()) st->boundary_of.resize(name_id + 64, 2);
+  uint8_t& b = st->boundary_of[name_id];
+  if (b == 2) b = is_step_boundary_name(StringInterner::global().lookup(name_id)) ? 1 : 0;
+  return b == 1;
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   ThreadState* st = enter();
   if (st == nullptr) return nullptr;
@@ -313,7 +326,10 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   ev.thread_index = st->thread_index;
   ev.kind = f.kind;
   ev.depth = static_cast<uint8_t>(std::min<size_t>(stack.size(), 255));
-  st->timeline.append(ev);
+  TimelineWindow& window = timeline_window();
+  if (window.open()) st->timeline.append(ev);
+  else st->timeline.drop();
+  if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) window.boundary(end_ns);
   leave(st);
 }
 

@@ -1,0 +1,60 @@
+"""Long runs (issue 6): aggregates stay exact for the whole run, timelines
+keep a bounded window, every event left out is counted, and memory stops
+growing once the window is full. Ground truth: the workload counts its own
+aten::add calls and reads its own resident memory (/proc/self/statm)."""
+
+import json
+import os
+
+from conftest import ROOT, load_profile, run_plain, run_tool
+
+WORKLOAD = os.path.join(ROOT, "benchmarks", "long_run_workload.py")
+STEPS = 2000  # x 100 adds: 200,000 adds, ~1.15 M operator events in all
+
+
+def _growth(marks):
+    """Resident memory growth from the second tenth of the run to its end."""
+    return marks[-1] - marks[1]
+
+
+def test_event_window_bounds_memory_and_counts_every_drop(tmp_path):
+    # GIVEN the same run unprofiled (the oracle for memory growth)
+    plain_out = tmp_path / "plain.json"
+    assert run_plain([WORKLOAD, "--out", str(plain_out), "--steps", str(STEPS)]).returncode == 0
+    plain = json.loads(plain_out.read_text())
+    # WHEN profiled with a small timeline window (20,000 events per thread)
+    out = str(tmp_path / "out")
+    tn_out = tmp_path / "tn.json"
+    r = run_tool(["-o", out, "--timeline-events", "20000", WORKLOAD, "--out", str(tn_out), "--steps", str(STEPS)])
+    assert r.returncode == 0, r.stderr
+    got = json.loads(tn_out.read_text())
+    prof = load_profile(out)
+    # THEN the aggregates count every call of the whole run
+    adds = [o["calls"] for o in prof["ops"] if o["name"] == "aten::add"]
+    assert adds == [got["adds"]] == [STEPS * 100]
+    # and every event is either in the window or counted as dropped
+    all_events = sum(o["calls"] for o in prof["ops"])
+    assert prof["timeline_events"] <= 20000 * len(prof["threads"])
+    assert prof["timeline_events"] + prof["dropped_events"] == all_events
+    assert "beyond the timeline window" in r.stderr
+    # and memory does not grow with the run once the window is full: the
+    # profiled run grows no more than the plain one, give or take 16 MB
+    # (allocator noise and the periodic spill's buffers)
+    assert _growth(got["rss_mb"]) <= _growth(plain["rss_mb"]) + 16, (got["rss_mb"], plain["rss_mb"])
+
+
+def test_timeline_steps_keeps_the_first_steps_and_all_aggregates(tmp_path):
+    out = str(tmp_path / "out")
+    tn_out = tmp_path / "tn.json"
+    r = run_tool(["-o", out, "--timeline-steps", "50", WORKLOAD, "--out", str(tn_out), "--steps", "400"])
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(out)
+    # the window closed after 50 optimizer steps (+ the one before the first)
+    assert any("timeline window: the first 50 step boundaries" in n for n in prof["notes"]), prof["notes"]
+    assert prof["steps"]["in_window"] == 51 and prof["steps"]["timeline_truncated"]
+    assert prof["steps"]["count"] == 400  # counted over the whole run from the aggregates
+    assert prof["dropped_events"] > 0
+    # aggregates cover all 400 steps
+    assert [o["calls"] for o in prof["ops"] if o["name"] == "aten::add"] == [400 * 100]
+    steps = [o["calls"] for o in prof["ops"] if o["name"].startswith("Optimizer.step#")]
+    assert steps == [400]
