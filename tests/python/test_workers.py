@@ -22,16 +22,20 @@ def _self_measurement(path):
     return batches, seconds
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_each_worker_is_profiled_and_matches_its_self_measurement(method, tmp_path):
-    # GIVEN the same script under plain Python (the oracle for the training)
+@pytest.mark.parametrize("method,persistent", [("fork", False), ("spawn", False), ("fork", True)])
+def test_each_worker_is_profiled_and_matches_its_self_measurement(method, persistent, tmp_path):
+    # GIVEN the same script under plain Python (the oracle for the training);
+    # with persistent workers, still alive when the script ends
+    extra = ["--persistent"] if persistent else []
     plain_truth = str(tmp_path / "plain.truth")
-    plain = run_plain([script("workers_slow_transform.py"), "--start-method", method, "--truth", plain_truth])
+    plain = run_plain([script("workers_slow_transform.py"), "--start-method", method, "--truth", plain_truth,
+                       *extra])
     assert plain.returncode == 0, plain.stderr
     # WHEN it runs under torchneck
     truth = str(tmp_path / "truth")
     out = str(tmp_path / "out")
-    r = run_tool(["-o", out, script("workers_slow_transform.py"), "--start-method", method, "--truth", truth])
+    r = run_tool(["-o", out, script("workers_slow_transform.py"), "--start-method", method, "--truth", truth,
+                  *extra])
     assert r.returncode == 0, r.stderr
     # THEN the training is unchanged (same losses, step by step)
     assert r.stdout == plain.stdout

@@ -157,9 +157,11 @@ Observer& observer() {
     auto* obs = new Observer();  // leaked: late callbacks may still look
     // fork() (a DataLoader worker) while a snapshot or a registration holds
     // the lock would leave it locked in the child. Registered after the
-    // thread registry's handler, so fork takes this lock first, the
-    // registry's second: the order register_thread() takes them in.
+    // thread registry's and the interner's handlers (prepare handlers run in
+    // reverse order), so fork takes this lock first and theirs after it: the
+    // order in which register_thread() and a snapshot take them.
     (void)current_thread_index();
+    (void)StringInterner::global();
     pthread_atfork(&lock_observer, &unlock_observer, &unlock_observer);
     return obs;
   }();

@@ -7,7 +7,7 @@ self-measurement, which the profile's per-worker numbers are checked against. Pr
 step (the training must be the same with and without the profiler).
 
     python workers_slow_transform.py --start-method fork|spawn --truth PATH
-        [--workers 2] [--items 48] [--batch 4] [--work 30000]
+        [--workers 2] [--items 48] [--batch 4] [--work 30000] [--persistent]
 """
 import argparse
 import os
@@ -65,13 +65,14 @@ def main():
     ap.add_argument("--items", type=int, default=48)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--work", type=int, default=30000)
+    ap.add_argument("--persistent", action="store_true", help="persistent_workers=True: alive after the loop")
     a = ap.parse_args()
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(Planted(a.items, a.work, a.truth), batch_size=a.batch, shuffle=True,
                         num_workers=a.workers, multiprocessing_context=a.start_method,
-                        collate_fn=TimedCollate(a.truth),
+                        collate_fn=TimedCollate(a.truth), persistent_workers=a.persistent,
                         generator=torch.Generator().manual_seed(1))
     for step, (x, y) in enumerate(loader):
         loss = torch.nn.functional.mse_loss(model(x).squeeze(1), y)
