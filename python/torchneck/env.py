@@ -105,11 +105,17 @@ class EnvCollector:
             "created_at": _user_frame(),
         })
 
-    def snapshot(self):
+    def snapshot(self, probe_cuda=True):
+        """probe_cuda=False (spills, while the script runs): report CUDA only
+        if the script initialised it, never touching the driver ourselves
+        before the script's own CUDA set-up and its DataLoader forks."""
         import torch
 
         try:
-            cuda = bool(torch.cuda.is_available())
+            if probe_cuda:
+                cuda = bool(torch.cuda.is_available())
+            else:
+                cuda = bool(torch.cuda.is_initialized())
         except Exception:  # noqa: BLE001 - a broken driver is "not available"
             cuda = False
         return {

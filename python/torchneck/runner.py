@@ -191,7 +191,7 @@ def run(options):
     def env_changed():
         """A spill (or a crash report) describes the environment as it is."""
         try:
-            session.set_info(static_info(), facts.snapshot())
+            session.set_info(static_info(), facts.snapshot(probe_cuda=False))
         except Exception:  # noqa: BLE001 - facts for spills only; never break the script
             pass
 

@@ -41,7 +41,7 @@ struct Spiller {
   struct sigaction previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
   bool handlers_installed = false;
   void* alt_stack = nullptr;
-  bool running = false;
+  std::atomic<bool> running{false};  // read by the signal handler
 };
 
 Spiller* g_spiller = nullptr;  // set before the handlers, kept afterwards
@@ -74,11 +74,23 @@ void on_fatal(int sig, siginfo_t* info, void*) {
     errno = saved_errno;
     return;
   }
+  if (pthread_equal(pthread_self(), g_spill_thread.load())) {
+    // Our own thread faulted (a bug of ours, or memory the crash broke):
+    // nobody is left to write the report; the last spill stays on disk.
+    // While reporting another thread's crash, leave the ending to that
+    // thread's handler, so the process dies by the script's own signal.
+    s->crash_done.store(2);
+    if (s->crash_signal.load() != 0) {
+      for (;;) pause();
+    }
+    restore_handler(*s, sig);
+    if (info == nullptr || info->si_code <= 0 || sig == SIGABRT) raise(sig);
+    errno = saved_errno;
+    return;
+  }
   int expected = 0;
   if (!s->crash_signal.compare_exchange_strong(expected, sig)) {
-    // A second fault: on the spill thread itself (the state it read was
-    // broken), or on another thread while the first is being reported.
-    if (pthread_equal(pthread_self(), g_spill_thread.load())) s->crash_done.store(2);
+    // A second fault on another thread while the first is being reported.
     for (;;) pause();  // the first handler ends the process
   }
   const char byte = 'c';
