@@ -6,8 +6,10 @@
 #include <pybind11/stl.h>
 
 #include <pthread.h>
+#include <unistd.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -322,6 +324,12 @@ class Session {
     const double cpu = main_cpu0_ >= 0 ? cpu_seconds() : -1;
     run.run.main_thread_cpu_s = cpu >= 0 ? cpu - main_cpu0_ : -1;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
+    ProcessInfo main;  // for `torchneck report`, which merges the workers
+    main.pid = ::getpid();
+    main.role = "main";
+    main.wall_s = run.run.wall_s;
+    main.busy_s = std::max(0.0, run.run.main_thread_cpu_s);
+    run.processes = {main};
   }
 
   SessionOptions o_;
@@ -379,6 +387,20 @@ PYBIND11_MODULE(_torchneck, m) {
       [](const std::string& dir, const std::string& cwd, size_t top) {
         py::gil_scoped_release nogil;
         Run run = load_run(dir + "/profile.spill");
+        // A periodic or crash-time spill has not merged the workers yet; the
+        // ones that exited wrote their profiles next to it.
+        const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
+                                        [](const ProcessInfo& p) { return p.role != "main"; });
+        if (!merged) {
+          const std::vector<Run> workers = load_worker_runs(dir, run.notes);
+          if (!workers.empty()) {
+            ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+            main.role = "main";
+            merge_workers(run, main, workers);
+          } else {
+            run.processes.clear();  // as finish() leaves a run without workers
+          }
+        }
         OutputOptions out;
         out.dir = dir;
         out.cwd = cwd;

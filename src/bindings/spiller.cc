@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "model/processes.h"
 #include "model/run_io.h"
 #include "report/output_files.h"
 
@@ -197,6 +198,14 @@ void report_crash(Spiller& s, int sig) {
   else
     run.notes.push_back("Python profile: up to the last periodic spill before the fatal signal");
   save_run(run, s.options.dir + "/profile.spill");
+  // Worker processes that already exited wrote their profiles: merge them.
+  const std::vector<Run> workers = load_worker_runs(s.options.dir, run.notes);
+  if (!workers.empty()) {
+    ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+    merge_workers(run, main, workers);
+  } else {
+    run.processes.clear();
+  }
   OutputOptions out;
   out.dir = s.options.dir;
   out.cwd = s.options.cwd;

@@ -77,3 +77,19 @@ def test_input_bound_finding_uses_the_workers_numbers(tmp_path):
     # THEN the evidence is the workers' own busy share and hottest function
     assert "worker processes were busy" in text
     assert "slow_transform" in text
+
+
+def test_a_crash_after_the_epoch_still_reports_the_workers(tmp_path):
+    # GIVEN a script whose workers finished their epoch, then a segfault in C
+    out = str(tmp_path / "out")
+    truth = str(tmp_path / "truth")
+    r = run_tool(["-o", out, script("workers_slow_transform.py"), "--truth", truth, "--segv-at-end"])
+    # THEN it dies as the script would, and the crash-time report has the workers
+    assert r.returncode == -11, r.stderr
+    assert "died by SIGSEGV" in r.stderr
+    prof = load_profile(out)
+    assert prof["run"]["ending"] == "fatal signal SIGSEGV"
+    batches, _ = _self_measurement(truth)
+    workers = [p for p in prof["processes"] if p["role"] == "dataloader_worker"]
+    assert sorted(p["pid"] for p in workers) == sorted(batches)
+    assert sum(p["batches"] for p in workers) == sum(batches.values())

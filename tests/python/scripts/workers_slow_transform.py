@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--work", type=int, default=30000)
     ap.add_argument("--persistent", action="store_true", help="persistent_workers=True: alive after the loop")
+    ap.add_argument("--segv-at-end", action="store_true", help="die by SIGSEGV after the loop")
     a = ap.parse_args()
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 1)
@@ -80,6 +81,11 @@ def main():
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.6f}", flush=True)
+    if a.segv_at_end:
+        import ctypes
+
+        del loader  # non-persistent workers have exited already
+        ctypes.string_at(0)
 
 
 if __name__ == "__main__":
