@@ -149,6 +149,16 @@ def _die_by(signum):
     os.kill(os.getpid(), signum)
 
 
+def _runqueue_s(tid):
+    """Seconds thread `tid` of this process has spent runnable but waiting
+    for a CPU (field 2 of Linux's schedstat); -1 where unknown."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return -1.0
+
+
 def _load_native():
     """torch, then the extension (it links the libtorch that torch loaded);
     a missing one is a one-line error, not a traceback."""
@@ -230,6 +240,7 @@ def run(options):
             "start_unix_s": start_unix,
             "wall_s": wall,
             "main_thread_cpu_s": main_cpu,
+            "main_thread_runqueue_s": (_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0,
             "top": options.top,
             "thread_names": envfacts.thread_names(),
             "main_tid": threading.main_thread().native_id,
@@ -254,6 +265,8 @@ def run(options):
     t0 = time.perf_counter()
     cpu0 = time.clock_gettime(main_cpu_clock)
     process_cpu0 = time.process_time()
+    main_native_id = threading.main_thread().native_id
+    runqueue0 = _runqueue_s(main_native_id)
     sigterm_handler = _install_sigterm()
     os._exit = exit_now
     try:

@@ -105,8 +105,12 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
   in.python_mode = run.run.python_mode;
   in.steps = steps;
   in.layers = layers.layers;
-  if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0)
-    in.main_cpu_fraction = std::min(1.0, run.run.main_thread_cpu_s / run.run.wall_s);
+  if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0) {
+    // Runnable time counts as computing: preemption on a busy machine is
+    // not the loading waiting for I/O.
+    const double wanted = run.run.main_thread_cpu_s + std::max(0.0, run.run.main_thread_runqueue_s);
+    in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
+  }
   for (const auto& p : run.processes)
     if (p.role != "main") in.workers.push_back(p);
   int64_t worker_busy = 0;

@@ -225,6 +225,8 @@ class Session {
     run.run.exit_code = run_info["exit_code"].cast<int>();
     run.run.wall_s = run_info["wall_s"].cast<double>();
     if (run_info.contains("main_thread_cpu_s")) run.run.main_thread_cpu_s = run_info["main_thread_cpu_s"].cast<double>();
+    if (run_info.contains("main_thread_runqueue_s"))
+      run.run.main_thread_runqueue_s = run_info["main_thread_runqueue_s"].cast<double>();
     run.run.python_mode = o_.python_mode;
     if (run_info.contains("ending")) run.run.ending = run_info["ending"].cast<std::string>();
     if (run_info.contains("start_unix_s")) run.run.start_unix_s = run_info["start_unix_s"].cast<double>();

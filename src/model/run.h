@@ -43,6 +43,11 @@ struct RunInfo {
   int exit_code = 0;
   double wall_s = 0;
   double main_thread_cpu_s = -1;  // CPU time of the main thread during the run, -1 unknown
+  // Time the main thread was runnable but waiting for a CPU (other processes
+  // or threads had the cores; Linux schedstat), -1 unknown. With the CPU
+  // time it is the time the thread wanted a CPU: on a loaded machine, CPU
+  // time alone would make computing look like waiting.
+  double main_thread_runqueue_s = -1;
   std::string python_mode;        // "sample", "trace" or "off"
   // How the run ended, in words: "finished", "exception", "KeyboardInterrupt",
   // "SIGTERM", "os._exit", "fatal signal SIGSEGV", or "still running" for a

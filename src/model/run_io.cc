@@ -236,6 +236,7 @@ std::string encode_run(const Run& run) {
   w.num<int32_t>(ri.exit_code);
   w.num(ri.wall_s);
   w.num(ri.main_thread_cpu_s);
+  w.num(ri.main_thread_runqueue_s);
   w.str(ri.python_mode);
   w.str(ri.ending);
   w.num(ri.start_unix_s);
@@ -332,6 +333,7 @@ Run decode_run(const std::string& bytes) {
   ri.exit_code = r.num<int32_t>();
   ri.wall_s = r.num<double>();
   ri.main_thread_cpu_s = r.num<double>();
+  ri.main_thread_runqueue_s = r.num<double>();
   ri.python_mode = r.str();
   ri.ending = r.str();
   ri.start_unix_s = r.num<double>();

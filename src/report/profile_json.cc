@@ -15,6 +15,10 @@ void write_run(JsonWriter& w, const RunInfo& r) {
   w.field("exit_code", r.exit_code);
   w.field("ending", r.ending);
   w.field("wall_s", r.wall_s);
+  w.key("main_thread_cpu_s");
+  r.main_thread_cpu_s < 0 ? w.null() : w.value(r.main_thread_cpu_s);
+  w.key("main_thread_runqueue_s");
+  r.main_thread_runqueue_s < 0 ? w.null() : w.value(r.main_thread_runqueue_s);
   w.field("python_mode", r.python_mode);
   w.end_object();
 }

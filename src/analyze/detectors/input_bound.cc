@@ -112,7 +112,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   const int64_t parallel =
       waits ? suggested : std::max<int64_t>(1, std::min<int64_t>(suggested, cores - 1));
   if (loading_cpu >= 0)
-    f.evidence.push_back("the main thread was on a CPU for " + fmt_pct(loading_cpu) +
+    f.evidence.push_back("the main thread was on a CPU (or ready to run, waiting for one) for " + fmt_pct(loading_cpu) +
                          " of its data wait: loading " + (waits ? "mostly waits (I/O, sleep)" : "computes"));
   if (workers == 0) {
     f.evidence.push_back("DataLoader num_workers=0: batches are loaded on the main thread, " +
