@@ -2,6 +2,7 @@
 #pragma once
 
 #include "analyze/diagnosis.h"
+#include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"
@@ -14,6 +15,9 @@ struct Analysis {
   StepAnalysis steps;
   LayerAnalysis layers;
   Diagnosis diagnosis;
+  // `torchneck analyze` of Kineto traces: one report per rank (empty for a
+  // live run); profile.json's "gpu" is the first, "ranks" all of them.
+  std::vector<gpu::GpuReport> gpu;
 };
 
 inline Analysis analyze(const Run& run, const SummaryOptions& options) {

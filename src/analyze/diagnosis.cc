@@ -127,14 +127,7 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
   return in;
 }
 
-Diagnosis diagnose(const DiagnosisInput& in) {
-  Diagnosis d;
-  detect_input_bound(in, d.findings);
-  detect_slow_data_transform(in, d.findings);
-  detect_heavy_layer(in, d.findings);
-  detect_framework_overhead(in, d.findings);
-  detect_cpu_threads_underused(in, d.findings);
-  detect_optimizer_heavy(in, d.findings);
+void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
     const double ga = a.estimated_gain_pct.value_or(-1), gb = b.estimated_gain_pct.value_or(-1);
     if (ga != gb) return ga > gb;
@@ -150,7 +143,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     }
   if (main == nullptr && !d.findings.empty() && d.findings.front().severity == "medium") main = &d.findings.front();
   if (main == nullptr) {
-    d.verdict = balanced_verdict(in.steps);
+    d.verdict = balanced_verdict(steps);
   } else {
     d.verdict = main->title + ".";
     if (main->estimated_gain_pct) {
@@ -159,6 +152,17 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       d.verdict += buf;
     }
   }
+}
+
+Diagnosis diagnose(const DiagnosisInput& in) {
+  Diagnosis d;
+  detect_input_bound(in, d.findings);
+  detect_slow_data_transform(in, d.findings);
+  detect_heavy_layer(in, d.findings);
+  detect_framework_overhead(in, d.findings);
+  detect_cpu_threads_underused(in, d.findings);
+  detect_optimizer_heavy(in, d.findings);
+  finish_diagnosis(d, in.steps);
   return d;
 }
 

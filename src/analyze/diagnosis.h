@@ -62,6 +62,11 @@ struct Diagnosis {
 };
 
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers);
+// Sorts the findings (estimated gain, then severity) and writes the verdict;
+// diagnose() ends with it, and callers that add findings of their own (GPU
+// detectors of an analysed trace) call it again.
+void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps);
+
 Diagnosis diagnose(const DiagnosisInput& in);
 
 // The detectors (detectors/*.cc). Each appends at most one finding.

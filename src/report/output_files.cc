@@ -10,7 +10,11 @@
 namespace torchneck {
 
 std::string write_outputs(const Run& run, const OutputOptions& options, std::string* error) {
-  const Analysis analysis = analyze(run, options.summary);
+  return write_analysed(run, analyze(run, options.summary), options, error);
+}
+
+std::string write_analysed(const Run& run, const Analysis& analysis, const OutputOptions& options,
+                           std::string* error) {
   TerminalReportOptions t;
   t.output_dir = options.dir;
   t.cwd = options.cwd;

@@ -20,5 +20,9 @@ struct OutputOptions {
 // user sees the report even on a full disk); without, throws
 // std::runtime_error with that message.
 std::string write_outputs(const Run& run, const OutputOptions& options, std::string* error = nullptr);
+// The same with the analysis done by the caller (`torchneck analyze` adds
+// the GPU reports and findings to it).
+std::string write_analysed(const Run& run, const Analysis& analysis, const OutputOptions& options,
+                           std::string* error = nullptr);
 
 }  // namespace torchneck

@@ -1,6 +1,7 @@
 #include "report/profile_json.h"
 
 #include "core/clock.h"
+#include "report/gpu_sections.h"
 #include "report/json_writer.h"
 
 namespace torchneck {
@@ -254,6 +255,15 @@ std::string profile_json(const Run& run, const Analysis& analysis) {
   write_layers(w, analysis.layers);
   write_findings(w, analysis.diagnosis);
   write_processes(w, run);
+  if (!analysis.gpu.empty()) {
+    w.key("gpu");
+    write_gpu_json(w, analysis.gpu.front());
+    if (analysis.gpu.size() > 1) {
+      w.key("ranks").begin_array();
+      for (const auto& r : analysis.gpu) write_gpu_json(w, r);
+      w.end_array();
+    }
+  }
   w.field("timeline_events", static_cast<uint64_t>(run.timeline.size()));
   w.field("dropped_events", run.dropped_events);
   w.key("notes").begin_array();

@@ -1,6 +1,7 @@
 #include "report/terminal_report.h"
 
 #include "model/processes.h"
+#include "report/gpu_sections.h"
 
 #include <cstdarg>
 #include <algorithm>
@@ -211,7 +212,9 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   const Summary& s = analysis.summary;
   std::string out;
   out += "==================================== torchneck ====================================\n";
-  if (run.run.ending == "still running") {
+  if (run.run.ending == "trace") {
+    appendf(out, "Trace: %s — %.3f s of profile (torch.profiler / Kineto)\n", run.run.script.c_str(), run.run.wall_s);
+  } else if (run.run.ending == "still running") {
     // A periodic spill, read back by `torchneck report` after the process
     // vanished without a word (kill -9, out-of-memory killer, power).
     appendf(out, "Run: %s — no final report: the process ended without one (killed, e.g. kill -9 or the OOM killer)\n",
@@ -230,7 +233,8 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   step_breakdown(out, analysis.steps);
   layers_table(out, analysis.layers);
   out += "\n";
-  environment(out, run);
+  if (analysis.gpu.empty()) environment(out, run);
+  for (const auto& g : analysis.gpu) out += gpu_terminal_section(g, 10);
   worker_processes(out, run);
   if (run.run.python_mode != "off") {
     section(out, "");

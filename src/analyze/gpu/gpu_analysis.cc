@@ -1,0 +1,182 @@
+#include "analyze/gpu/gpu_analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+namespace torchneck::gpu {
+namespace {
+
+using kineto::Cat;
+using kineto::Event;
+
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+bool starts_with(std::string_view s, std::string_view p) { return s.rfind(p, 0) == 0; }
+
+// Runtime calls that block the CPU until the device catches up.
+bool synchronising_call(std::string_view n) {
+  return n == "cudaDeviceSynchronize" || n == "cudaStreamSynchronize" || n == "cudaEventSynchronize" ||
+         n == "cudaMemcpy" || n == "cudaStreamWaitEvent" || n == "hipDeviceSynchronize" ||
+         n == "hipStreamSynchronize" || n == "hipEventSynchronize" || n == "hipMemcpy";
+}
+
+bool launch_call(std::string_view n) {
+  return contains(n, "LaunchKernel") || contains(n, "LaunchCooperativeKernel") || n == "cuLaunchKernel" ||
+         contains(n, "hipModuleLaunchKernel") || contains(n, "hipExtModuleLaunchKernel") ||
+         contains(n, "Memcpy") || contains(n, "Memset");
+}
+
+}  // namespace
+
+bool is_tensor_core_kernel(const std::string& name) {
+  // torch_tb_profiler/profiler/tensor_core.py (TC_Allowlist), plus the
+  // names of newer cuBLAS/CUTLASS tensor-core kernels.
+  static const char* const kPatterns[] = {
+      "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2", "first_layer_wgrad_kernel",
+      "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm", "xmma_sparse_conv",
+      "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688", "wgmma", "tensorop",
+      "_tf32_", "bf16_s1688", "cutlass_80_tensorop", "sm80_xmma", "sm90_xmma"};
+  for (const char* p : kPatterns)
+    if (name.find(p) != std::string::npos) return true;
+  return false;
+}
+
+GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
+  GpuFacts g;
+  if (!t.devices.empty()) {
+    g.device_name = t.devices.front().name;
+    g.device_memory = t.devices.front().total_global_mem;
+    g.compute_major = t.devices.front().compute_major;
+  }
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  // Per CPU thread: the open cpu_ops, to name the operator behind a runtime call.
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open;
+  std::unordered_map<int64_t, const Event*> runtime_by_corr;
+  std::unordered_map<const Event*, std::string> context_of;  // runtime call -> "outer > inner"
+  std::unordered_map<const Event*, std::string> top_op_of;
+  std::map<std::string, SyncPoint> syncs;
+  std::unordered_map<uint32_t, KernelStats> kernels;
+  std::unordered_map<uint32_t, int64_t> longest;
+  for (const Event& e : t.events) {
+    if (e.cat == Cat::kTrace) continue;
+    first = std::min(first, e.ts_ns);
+    last = std::max(last, e.end_ns());
+    const std::string& name = t.name_of(e);
+    if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation) {
+      auto& stack = open[{e.pid, e.tid}];
+      while (!stack.empty() && stack.back()->end_ns() <= e.ts_ns) stack.pop_back();
+      stack.push_back(&e);
+      continue;
+    }
+    // cuda_sync events sit on the device's track and repeat what the
+    // synchronising runtime call (matched by correlation) already says.
+    if (e.cat == Cat::kRuntime || e.cat == Cat::kDriver) {
+      auto& stack = open[{e.pid, e.tid}];
+      while (!stack.empty() && stack.back()->end_ns() <= e.ts_ns) stack.pop_back();
+      std::string outer, inner;
+      for (const Event* o : stack) {
+        const std::string& n = t.name_of(*o);
+        if (starts_with(n, "ProfilerStep#")) continue;
+        if (outer.empty()) outer = n;
+        inner = n;
+      }
+      const std::string context = outer.empty() ? "(no operator)" : outer == inner ? outer : outer + " > " + inner;
+      top_op_of[&e] = outer.empty() ? "(no operator)" : outer;
+      if (e.correlation >= 0) runtime_by_corr[e.correlation] = &e;
+      if (launch_call(name)) {
+        ++g.launches;
+        g.launch_api_ns += e.dur_ns;
+      }
+      if (synchronising_call(name)) {
+        const std::string& what = name;
+        SyncPoint& s = syncs[what + "\n" + context];
+        s.what = what;
+        s.context = context;
+        ++s.calls;
+        s.total_ns += e.dur_ns;
+      }
+      context_of[&e] = context;
+      continue;
+    }
+    if (!kineto::is_gpu_work(e.cat)) continue;
+    if (e.cat == Cat::kKernel) {
+      ++g.kernels;
+      g.kernel_ns += e.dur_ns;
+      if (e.dur_ns < kShortKernelNs) ++g.short_kernels;
+      KernelStats& k = kernels[e.name];
+      ++k.calls;
+      k.total_ns += e.dur_ns;
+      if (e.dur_ns >= longest[e.name]) {
+        longest[e.name] = e.dur_ns;
+        std::copy(e.grid, e.grid + 3, k.grid.begin());
+        std::copy(e.block, e.block + 3, k.block.begin());
+      }
+    } else if (e.cat == Cat::kMemcpy) {
+      g.memcpy_ns += e.dur_ns;
+      if (contains(name, "Pageable")) {
+        ++g.pageable_copies;
+        g.pageable_ns += e.dur_ns;
+        g.pageable_bytes += std::max<int64_t>(0, e.bytes);
+      }
+    } else {
+      g.memset_ns += e.dur_ns;
+    }
+  }
+  g.span_ns = last > first ? last - first : 0;
+
+  // Device work back to the call that launched it: launch delays, GPU time
+  // per operator, device-to-host copies as sync points.
+  std::vector<int64_t> delays;
+  std::map<std::string, OpGpuTime> by_op;
+  for (const Event& e : t.events) {
+    if (!kineto::is_gpu_work(e.cat) || e.correlation < 0) continue;
+    auto it = runtime_by_corr.find(e.correlation);
+    if (it == runtime_by_corr.end()) continue;
+    const Event& call = *it->second;
+    if (e.cat == Cat::kKernel) delays.push_back(std::max<int64_t>(0, e.ts_ns - call.ts_ns));
+    OpGpuTime& o = by_op[top_op_of[&call]];
+    o.op = top_op_of[&call];
+    o.gpu_ns += e.dur_ns;
+    o.kernels += e.cat == Cat::kKernel;
+    const std::string& name = t.name_of(e);
+    if (e.cat == Cat::kMemcpy && contains(name, "DtoH")) {
+      SyncPoint& s = syncs[name + "\n" + context_of[&call]];
+      s.what = name;
+      s.context = context_of[&call];
+      ++s.calls;
+      s.total_ns += e.dur_ns;
+    }
+  }
+  if (!delays.empty()) {
+    std::sort(delays.begin(), delays.end());
+    g.median_launch_delay_ns = delays[delays.size() / 2];
+    g.p99_launch_delay_ns = delays[std::min(delays.size() - 1, delays.size() * 99 / 100)];
+    g.launch_delay_outliers = static_cast<uint64_t>(
+        delays.end() - std::upper_bound(delays.begin(), delays.end(), kLaunchDelayOutlierNs));
+  }
+  for (auto& [_, s] : syncs) {
+    g.sync_ns += s.total_ns;
+    g.syncs.push_back(s);
+  }
+  std::sort(g.syncs.begin(), g.syncs.end(), [](const SyncPoint& a, const SyncPoint& b) { return a.total_ns > b.total_ns; });
+  for (auto& [_, o] : by_op) g.gpu_time_by_op.push_back(o);
+  std::sort(g.gpu_time_by_op.begin(), g.gpu_time_by_op.end(),
+            [](const OpGpuTime& a, const OpGpuTime& b) { return a.gpu_ns > b.gpu_ns; });
+  for (auto& [id, k] : kernels) {
+    k.name = t.names[id];
+    k.share = g.kernel_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(g.kernel_ns) : 0;
+    k.tensor_cores = is_tensor_core_kernel(k.name);
+    if (k.tensor_cores) {
+      g.any_tensor_cores = true;
+      g.tensor_core_ns += k.total_ns;
+    }
+    g.top_kernels.push_back(k);
+  }
+  std::sort(g.top_kernels.begin(), g.top_kernels.end(),
+            [](const KernelStats& a, const KernelStats& b) { return a.total_ns > b.total_ns; });
+  if (g.top_kernels.size() > top) g.top_kernels.resize(top);
+  return g;
+}
+
+}  // namespace torchneck::gpu

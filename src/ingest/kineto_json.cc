@@ -1,0 +1,601 @@
+#include "ingest/kineto_json.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+#include "simdjson.h"
+
+namespace torchneck::kineto {
+
+const char* cat_name(Cat c) {
+  switch (c) {
+    case Cat::kCpuOp: return "cpu_op";
+    case Cat::kUserAnnotation: return "user_annotation";
+    case Cat::kGpuUserAnnotation: return "gpu_user_annotation";
+    case Cat::kKernel: return "kernel";
+    case Cat::kMemcpy: return "gpu_memcpy";
+    case Cat::kMemset: return "gpu_memset";
+    case Cat::kRuntime: return "cuda_runtime";
+    case Cat::kDriver: return "cuda_driver";
+    case Cat::kSync: return "cuda_sync";
+    case Cat::kPythonFunction: return "python_function";
+    case Cat::kTrace: return "Trace";
+    case Cat::kOther: return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+namespace dom = simdjson::dom;
+namespace od = simdjson::ondemand;
+
+class Fail : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Cat category(std::string_view c) {
+  static const std::unordered_map<std::string_view, Cat> map = {
+      {"cpu_op", Cat::kCpuOp},           {"Operator", Cat::kCpuOp},
+      {"user_annotation", Cat::kUserAnnotation},
+      {"gpu_user_annotation", Cat::kGpuUserAnnotation},
+      {"kernel", Cat::kKernel},          {"Kernel", Cat::kKernel},
+      {"gpu_memcpy", Cat::kMemcpy},      {"Memcpy", Cat::kMemcpy},
+      {"gpu_memset", Cat::kMemset},      {"Memset", Cat::kMemset},
+      {"cuda_runtime", Cat::kRuntime},   {"Runtime", Cat::kRuntime},
+      {"cuda_driver", Cat::kDriver},     {"Driver", Cat::kDriver},
+      {"cuda_sync", Cat::kSync},
+      {"python_function", Cat::kPythonFunction},
+      {"Trace", Cat::kTrace},
+  };
+  auto it = map.find(c);
+  return it == map.end() ? Cat::kOther : it->second;
+}
+
+// Microseconds (a JSON number) to integer nanoseconds. Below 2^53 us (year
+// 2255) a double holds a microsecond timestamp to 0.25 us or better, so the
+// result is within 125 ns of the text.
+int64_t us_to_ns(dom::element v) {
+  double d = 0;
+  if (v.get_double().get(d) != simdjson::SUCCESS) throw Fail("a time is not a number");
+  if (!std::isfinite(d) || std::fabs(d) > 9.0e15) throw Fail("a time is out of range");
+  return static_cast<int64_t>(std::llround(d * 1000.0));
+}
+
+int64_t as_int(dom::element v) {
+  if (v.is_string()) {
+    const std::string_view s = v.get_string().value_unsafe();
+    int64_t n = -1;
+    std::from_chars(s.data(), s.data() + s.size(), n);
+    return n;
+  }
+  double d = 0;
+  if (v.get_double().get(d) != simdjson::SUCCESS) throw Fail("a number was expected");
+  if (!std::isfinite(d) || std::fabs(d) > 9.0e18) throw Fail("a number is out of range");
+  return static_cast<int64_t>(d);
+}
+
+double as_double(dom::element v) {
+  double d = 0;
+  if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) throw Fail("a number was expected");
+  return d;
+}
+
+std::string_view as_string(dom::element v, const char* what) {
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) throw Fail(std::string(what) + " is not a string");
+  return s;
+}
+
+
+// Exact times. The DOM gives numbers as doubles, which cannot hold an epoch
+// timestamp to the nanosecond (2^53 ns is 104 days). So after the DOM has
+// validated the document, one linear scan of the text reads each event's
+// "ts" and "dur" as written: for the i-th element of "traceEvents", its
+// values at the event's own level (not inside "args").
+struct ExactTime {
+  int64_t ts_ns = INT64_MIN;
+  int64_t dur_ns = INT64_MIN;
+};
+
+// "1712195495505582.988" (microseconds) -> 1712195495505582988; false when
+// the text is not a plain decimal (exponent, too long): the caller keeps
+// the double's value.
+bool decimal_us_to_ns(const char* p, const char* end, int64_t& out) {
+  bool neg = false;
+  if (p < end && *p == '-') {
+    neg = true;
+    ++p;
+  }
+  int64_t whole = 0;
+  int digits = 0;
+  for (; p < end && *p >= '0' && *p <= '9'; ++p) {
+    ++digits;
+    whole = whole * 10 + (*p - '0');
+    if (whole > INT64_MAX / 1000 - 1) return false;  // ns would not fit in 64 bits
+  }
+  if (digits == 0) return false;
+  int64_t frac = 0;
+  int scale = 100;
+  if (p < end && *p == '.') {
+    ++p;
+    for (; p < end && *p >= '0' && *p <= '9'; ++p) {
+      if (scale >= 1) frac += (*p - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) return false;
+  const int64_t ns = whole * 1000 + frac;
+  out = neg ? -ns : ns;
+  return true;
+}
+
+class TimeScanner {
+ public:
+  explicit TimeScanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  // Per element of the top-level "traceEvents" array, in order.
+  std::vector<ExactTime> scan() {
+    std::vector<ExactTime> out;
+    ws();
+    if (p_ >= end_ || *p_ != '{') return out;
+    ++p_;
+    while (true) {
+      ws();
+      if (p_ >= end_ || *p_ == '}') break;
+      if (*p_ == ',') {
+        ++p_;
+        continue;
+      }
+      const std::string_view key = string();
+      ws();
+      if (p_ < end_ && *p_ == ':') ++p_;
+      ws();
+      if (key == "traceEvents" && p_ < end_ && *p_ == '[') {
+        ++p_;
+        events(out);
+      } else {
+        skip_value();
+      }
+    }
+    return out;
+  }
+
+ private:
+  void ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  // At a '"': returns the raw content (escapes left as they are; keys we
+  // look for have none) and moves past the closing quote.
+  std::string_view string() {
+    if (p_ >= end_ || *p_ != '"') return {};
+    const char* start = ++p_;
+    while (p_ < end_) {
+      const char* q = static_cast<const char*>(std::memchr(p_, '"', static_cast<size_t>(end_ - p_)));
+      if (q == nullptr) {
+        p_ = end_;
+        return {};
+      }
+      // The quote ends the string unless an odd number of backslashes precede it.
+      size_t slashes = 0;
+      for (const char* b = q - 1; b >= start && *b == '\\'; --b) ++slashes;
+      p_ = q + 1;
+      if (slashes % 2 == 0) return std::string_view(start, static_cast<size_t>(q - start));
+    }
+    return {};
+  }
+  void skip_value() {
+    ws();
+    if (p_ >= end_) return;
+    if (*p_ == '"') {
+      string();
+      return;
+    }
+    if (*p_ == '{' || *p_ == '[') {
+      int depth = 0;
+      while (p_ < end_) {
+        const char c = *p_;
+        if (c == '"') {
+          string();
+          continue;
+        }
+        ++p_;
+        if (c == '{' || c == '[') ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0) return;
+      }
+      return;
+    }
+    while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']') ++p_;  // a number, true, false, null
+  }
+  void events(std::vector<ExactTime>& out) {
+    while (true) {
+      ws();
+      if (p_ >= end_ || *p_ == ']') {
+        if (p_ < end_) ++p_;
+        return;
+      }
+      if (*p_ == ',') {
+        ++p_;
+        continue;
+      }
+      ExactTime t;
+      if (*p_ != '{') {
+        skip_value();
+        out.push_back(t);
+        continue;
+      }
+      ++p_;
+      while (true) {
+        ws();
+        if (p_ >= end_) return;
+        if (*p_ == '}') {
+          ++p_;
+          break;
+        }
+        if (*p_ == ',') {
+          ++p_;
+          continue;
+        }
+        const std::string_view key = string();
+        ws();
+        if (p_ < end_ && *p_ == ':') ++p_;
+        ws();
+        if (key == "ts" || key == "dur") {
+          const char* start = p_;
+          while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ' ' && *p_ != '\n' && *p_ != '\r' && *p_ != '\t') ++p_;
+          int64_t ns = 0;
+          if (decimal_us_to_ns(start, p_, ns)) (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
+        } else {
+          skip_value();
+        }
+      }
+      out.push_back(t);
+    }
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+class Parser {
+ public:
+  Parser(Trace& t, const std::function<void(size_t, size_t)>& progress, size_t total,
+         std::vector<ExactTime> exact)
+      : t_(t), progress_(progress), total_(total), exact_(std::move(exact)) {}
+
+  void document(dom::element root) {
+    dom::object top;
+    if (root.get_object().get(top) != simdjson::SUCCESS) throw Fail("the top level is not a JSON object");
+    bool have_events = false;
+    for (auto [key, v] : top) {
+      if (key == "traceEvents") {
+        dom::array a;
+        if (v.get_array().get(a) != simdjson::SUCCESS) throw Fail("\"traceEvents\" is not an array");
+        events(a);
+        have_events = true;
+      } else if (key == "deviceProperties") {
+        dom::array a;
+        if (v.get_array().get(a) == simdjson::SUCCESS) devices(a);
+      } else if (key == "distributedInfo") {
+        dom::object o;
+        if (v.get_object().get(o) == simdjson::SUCCESS) distributed(o);
+      }
+    }
+    if (!have_events) throw Fail("no \"traceEvents\": not a Chrome-trace / torch.profiler trace");
+  }
+
+ private:
+  int64_t id_of(dom::element v) {
+    if (!v.is_string()) return as_int(v);
+    std::string_view s = v.get_string().value_unsafe();
+    int64_t n = 0;
+    std::string_view digits = s;
+    if (digits.rfind("stream ", 0) == 0) digits.remove_prefix(7);
+    const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (r.ec == std::errc() && r.ptr == digits.data() + digits.size()) return n;
+    // A name ("Spans", "Traces"): a stable negative id per distinct name.
+    key_.assign(s);
+    auto it = string_ids_.find(key_);
+    if (it != string_ids_.end()) return it->second;
+    const int64_t id = -1 - static_cast<int64_t>(string_ids_.size());
+    string_ids_.emplace(key_, id);
+    return id;
+  }
+
+  uint32_t intern(std::string_view s) {
+    key_.assign(s);
+    auto it = name_ids_.find(key_);
+    if (it != name_ids_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(t_.names.size());
+    t_.names.emplace_back(s);
+    name_ids_.emplace(key_, id);
+    return id;
+  }
+
+  static void args(dom::object a, Event& e) {
+    for (auto [k, v] : a) {
+      if (v.is_null()) continue;
+      if (k == "External id" || k == "external id") e.external_id = as_int(v);
+      else if (k == "correlation") e.correlation = as_int(v);
+      else if (k == "device" || k == "Device") e.device = as_int(v);
+      else if (k == "stream") e.stream = as_int(v);
+      else if (k == "Sequence number") e.seq_nr = as_int(v);
+      else if (k == "Fwd thread id") e.fwd_tid = as_int(v);
+      else if (k == "registers per thread") e.registers_per_thread = static_cast<int32_t>(as_int(v));
+      else if (k == "shared memory") e.shared_memory = as_int(v);
+      else if (k == "blocks per SM") e.blocks_per_sm = as_double(v);
+      else if (k == "warps per SM") e.warps_per_sm = as_double(v);
+      else if (k == "est. achieved occupancy %") e.est_occupancy = as_double(v);
+      else if (k == "bytes") e.bytes = as_int(v);
+      else if (k == "grid" || k == "block") {
+        int32_t* dst = k == "grid" ? e.grid : e.block;
+        dom::array xs;
+        if (v.get_array().get(xs) != simdjson::SUCCESS) continue;
+        size_t n = 0;
+        for (dom::element x : xs) {
+          if (n < 3) dst[n] = static_cast<int32_t>(std::clamp<int64_t>(as_int(x), 0, INT32_MAX));
+          ++n;
+        }
+      }
+    }
+  }
+
+  void event(dom::object o) {
+    Event e;
+    std::string_view ph, cat, name, meta_name;
+    bool have_ts = false, have_id = false;
+    int64_t flow_id = 0;
+    dom::object arg_object;
+    bool have_args = false;
+    for (auto [k, v] : o) {
+      if (k == "ph") ph = as_string(v, "\"ph\"");
+      else if (k == "cat") cat = as_string(v, "\"cat\"");
+      else if (k == "name") name = v.is_string() ? v.get_string().value_unsafe() : std::string_view();
+      else if (k == "pid") e.pid = id_of(v);
+      else if (k == "tid") e.tid = id_of(v);
+      else if (k == "ts") {
+        e.ts_ns = us_to_ns(v);
+        have_ts = true;
+      } else if (k == "dur") {
+        e.dur_ns = us_to_ns(v);
+      } else if (k == "id") {
+        flow_id = id_of(v);
+        have_id = true;
+      } else if (k == "args") {
+        have_args = v.get_object().get(arg_object) == simdjson::SUCCESS;
+      }
+    }
+    if (index_ < exact_.size()) {  // the text's own nanoseconds, where it has them
+      if (have_ts && exact_[index_].ts_ns != INT64_MIN) e.ts_ns = exact_[index_].ts_ns;
+      if (exact_[index_].dur_ns != INT64_MIN) e.dur_ns = exact_[index_].dur_ns;
+    }
+    if (ph == "X") {
+      if (!have_ts) throw Fail("a complete event (\"ph\":\"X\") has no \"ts\"");
+      if (e.dur_ns < 0) throw Fail("an event has a negative duration");
+      if (have_args) args(arg_object, e);
+      e.cat = category(cat);
+      e.name = intern(name);
+      if (is_gpu_work(e.cat) && e.stream < 0) e.stream = e.tid;
+      t_.events.push_back(e);
+    } else if ((ph == "s" || ph == "f") && have_id) {
+      Flow f;
+      f.id = flow_id;
+      f.start = ph == "s";
+      f.cat = cat == "fwdbwd" ? FlowCat::kFwdBwd : (cat == "ac2g" || cat == "async") ? FlowCat::kAc2g : FlowCat::kOther;
+      f.ts_ns = e.ts_ns;
+      f.pid = e.pid;
+      f.tid = e.tid;
+      t_.flows.push_back(f);
+    } else if (ph == "M" && have_args) {
+      for (auto [k, v] : arg_object)
+        if (k == "name" && v.is_string()) meta_name = v.get_string().value_unsafe();
+      if (name == "process_name") t_.process_names[e.pid] = std::string(meta_name);
+      else if (name == "thread_name") t_.thread_names[e.tid] = std::string(meta_name);
+    }
+  }
+
+  void events(dom::array a) {
+    size_t n = 0;
+    const size_t count = a.size();
+    t_.events.reserve(count);
+    for (dom::element item : a) {
+      dom::object o;
+      if (item.get_object().get(o) != simdjson::SUCCESS) throw Fail("an entry of \"traceEvents\" is not an object");
+      event(o);
+      ++index_;
+      if (progress_ && (++n & 0x3FFF) == 0) progress_(total_ / 2 + total_ / 2 * n / std::max<size_t>(1, count), total_);
+    }
+  }
+
+  void devices(dom::array a) {
+    for (dom::element item : a) {
+      dom::object o;
+      if (item.get_object().get(o) != simdjson::SUCCESS) continue;
+      Device d;
+      for (auto [k, v] : o) {
+        if (k == "name") {
+          if (v.is_string()) d.name = std::string(v.get_string().value_unsafe());
+          continue;
+        }
+        if (!v.is_number()) continue;
+        if (k == "id") d.id = as_int(v);
+        else if (k == "totalGlobalMem") d.total_global_mem = as_int(v);
+        else if (k == "computeMajor") d.compute_major = as_int(v);
+        else if (k == "computeMinor") d.compute_minor = as_int(v);
+        else if (k == "maxThreadsPerBlock") d.max_threads_per_block = as_int(v);
+        else if (k == "maxThreadsPerMultiprocessor") d.max_threads_per_sm = as_int(v);
+        else if (k == "regsPerBlock") d.regs_per_block = as_int(v);
+        else if (k == "regsPerMultiprocessor") d.regs_per_sm = as_int(v);
+        else if (k == "warpSize") d.warp_size = as_int(v);
+        else if (k == "sharedMemPerBlock") d.shared_mem_per_block = as_int(v);
+        else if (k == "sharedMemPerMultiprocessor") d.shared_mem_per_sm = as_int(v);
+        else if (k == "numSms") d.num_sms = as_int(v);
+      }
+      t_.devices.push_back(std::move(d));
+    }
+  }
+
+  void distributed(dom::object o) {
+    for (auto [k, v] : o) {
+      if (k == "rank" && v.is_number()) t_.rank = as_int(v);
+      else if (k == "world_size" && v.is_number()) t_.world_size = as_int(v);
+      else if (k == "backend" && v.is_string()) t_.backend = std::string(v.get_string().value_unsafe());
+    }
+  }
+
+  std::string key_;  // reused lookup key
+  Trace& t_;
+  const std::function<void(size_t, size_t)>& progress_;
+  size_t total_;
+  std::vector<ExactTime> exact_;  // per traceEvents element
+  size_t index_ = 0;             // of the element being read
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::unordered_map<std::string, uint32_t> name_ids_;  // allocates per distinct name only
+};
+
+// Where a document that simdjson rejected goes wrong: walks it with the
+// on-demand parser, which stops at the first bad token and says where.
+size_t error_offset(const simdjson::padded_string& json) {
+  od::parser parser;
+  od::document doc;
+  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return 0;
+  const char* at = nullptr;
+  // Depth-bounded (simdjson's own limit): hostile nesting must not overflow
+  // our stack.
+  size_t depth = 0;
+  std::function<simdjson::error_code(od::value)> walk = [&](od::value v) -> simdjson::error_code {
+    if (depth > simdjson::DEFAULT_MAX_DEPTH) return simdjson::DEPTH_ERROR;
+    struct Deeper {
+      size_t& d;
+      explicit Deeper(size_t& x) : d(x) { ++d; }
+      ~Deeper() { --d; }
+    } deeper(depth);
+    od::json_type t;
+    if (auto err = v.type().get(t)) return err;
+    if (t == od::json_type::object) {
+      od::object o;
+      if (auto err = v.get_object().get(o)) return err;
+      for (auto f : o) {
+        od::value x;
+        if (auto err = f.value().get(x)) return err;
+        if (auto err = walk(x)) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    if (t == od::json_type::array) {
+      od::array a;
+      if (auto err = v.get_array().get(a)) return err;
+      for (auto item : a) {
+        od::value x;
+        if (auto err = item.get(x)) return err;
+        if (auto err = walk(x)) return err;
+      }
+      return simdjson::SUCCESS;
+    }
+    if (t == od::json_type::number) return v.get_double().error();
+    if (t == od::json_type::string) return v.get_string().error();
+    if (t == od::json_type::boolean) return v.get_bool().error();
+    return v.is_null().error();
+  };
+  od::value root;
+  simdjson::error_code err = doc.get_value().get(root);
+  if (!err) err = walk(root);
+  if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr)
+    return static_cast<size_t>(at - json.data());
+  return json.size();
+}
+
+std::string read_file(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
+  if (f == nullptr) throw std::runtime_error(path + ": cannot open");
+  gzbuffer(f, 1 << 17);
+  std::string out;
+  char buf[1 << 17];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int code = 0;
+      const std::string why = gzerror(f, &code);
+      gzclose(f);
+      throw std::runtime_error(path + ": byte " + std::to_string(out.size()) + ": " +
+                               (code == Z_BUF_ERROR ? std::string("the gzip data ends early (truncated)")
+                                                    : "corrupt gzip data (" + why + ")"));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  gzclose(f);
+  return out;
+}
+
+}  // namespace
+
+Trace parse_trace(const std::string& text, const std::string& path,
+                  const std::function<void(size_t, size_t)>& progress) {
+  Trace t;
+  t.path = path;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw std::runtime_error(path + ": byte 0: the file is empty");
+  const simdjson::padded_string json(text);
+  // The DOM parser: runtime dispatch to the CPU's SIMD kernels, and it
+  // validates the whole document before we read any of it.
+  dom::parser parser;
+  dom::element root;
+  if (const auto err = parser.parse(json).get(root)) {
+    throw std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
+                             simdjson::error_message(err) + ")");
+  }
+  if (progress) progress(text.size() / 2, text.size());
+  Parser p(t, progress, text.size(), TimeScanner(text).scan());
+  try {
+    p.document(root);
+  } catch (const std::exception& e) {
+    // Valid JSON, wrong content: the event count is the position we know.
+    throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+  }
+  std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
+    return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.dur_ns > b.dur_ns;
+  });
+  return t;
+}
+
+Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
+  const std::string text = read_file(path);
+  if (progress) progress(0, text.size());
+  Trace t = parse_trace(text, path, progress);
+  if (progress) progress(text.size(), text.size());
+  return t;
+}
+
+std::vector<std::string> trace_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+    if (e.is_regular_file() && (ends(".json") || ends(".json.gz"))) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  // tensorboard_trace_handler writes NAME.pt.trace.json(.gz) per rank: when
+  // the folder has such files, other JSON files beside them are not traces.
+  std::vector<std::string> traces;
+  for (const auto& f : files)
+    if (f.find(".trace.json") != std::string::npos) traces.push_back(f);
+  if (!traces.empty()) files = traces;
+  if (files.empty()) throw std::runtime_error(path + ": no *.json or *.json.gz trace in this folder");
+  return files;
+}
+
+}  // namespace torchneck::kineto

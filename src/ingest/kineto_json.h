@@ -1,0 +1,33 @@
+// Reads torch.profiler (Kineto) Chrome-trace files into kineto::Trace:
+// `.json` and `.json.gz` (zlib), with simdjson's on-demand parser. Old
+// capitalised categories map to the current ones (kineto_trace.h).
+//
+// Never trusts the file: truncated, corrupt, empty, non-JSON, wrong-schema,
+// deeply nested (beyond simdjson's depth limit) or out-of-range input is a
+// std::runtime_error with one line, "PATH: byte N: what", never a crash or
+// a hang.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ingest/kineto_trace.h"
+
+namespace torchneck::kineto {
+
+// `progress(done, total)` is called now and then with bytes parsed so far,
+// for a progress bar; may be empty.
+Trace load_trace(const std::string& path,
+                 const std::function<void(size_t, size_t)>& progress = {});
+
+// Parses a trace held in memory (the text, not gzip); `path` names it in
+// errors. The fuzz target's entry.
+Trace parse_trace(const std::string& text, const std::string& path,
+                  const std::function<void(size_t, size_t)>& progress = {});
+
+// The trace files of a run: PATH itself, or every *.json / *.json.gz in the
+// folder PATH (one per rank), sorted by name. Throws if there is none.
+std::vector<std::string> trace_files(const std::string& path);
+
+}  // namespace torchneck::kineto

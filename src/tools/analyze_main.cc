@@ -1,0 +1,201 @@
+// `torchneck analyze [-o DIR] [--top N] PATH`: the report of a torch.profiler
+// (Kineto) trace, or of a folder of rank traces, without Python or torch:
+// the same kind of report as a live run (verdict first) and profile.json in
+// the same schema, plus its "gpu" section (and "ranks" for several).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analyze/analysis.h"
+#include "ingest/kineto_json.h"
+#include "ingest/kineto_to_run.h"
+#include "report/output_files.h"
+
+namespace {
+
+using namespace torchneck;
+
+constexpr const char* kUsage =
+    "usage: torchneck analyze [-o DIR] [--top=N] TRACE\n"
+    "\n"
+    "Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json or .json.gz file\n"
+    "(export_chrome_trace, tensorboard_trace_handler), or a folder of them, one per rank.\n"
+    "Prints the report and writes DIR/profile.json and DIR/report.txt (default DIR: a new folder\n"
+    "under ./torchneck-out/).\n";
+
+struct Usage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string path, out;
+  size_t top = 15;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&](const std::string& name) {
+      const size_t eq = s.find('=');
+      if (eq != std::string::npos) return s.substr(eq + 1);
+      if (i + 1 >= argc) throw Usage(name + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (s == "-h" || s == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (s == "-o" || s.rfind("--output", 0) == 0) {
+      a.out = value(s == "-o" ? "-o" : "--output");
+      if (a.out.empty()) throw Usage("-o needs a folder name");
+    } else if (s.rfind("--top", 0) == 0) {
+      const std::string v = value("--top");
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000) throw Usage("--top must be an integer between 1 and 1000, not '" + v + "'");
+      a.top = static_cast<size_t>(n);
+    } else if (!s.empty() && s[0] == '-' && s != "-") {
+      throw Usage("unknown option " + s + " (see torchneck analyze --help)");
+    } else if (a.path.empty()) {
+      a.path = s;
+    } else {
+      throw Usage("analyze takes one trace file or folder, not also '" + s + "'");
+    }
+  }
+  if (a.path.empty()) throw Usage("no trace given (usage: torchneck analyze [-o DIR] TRACE)");
+  return a;
+}
+
+std::string default_dir(const std::string& path) {
+  std::string stem = std::filesystem::path(path).filename().string();
+  for (const char* ext : {".gz", ".json", ".trace", ".pt"}) {
+    const std::string e = ext;
+    if (stem.size() > e.size() && stem.compare(stem.size() - e.size(), e.size(), e) == 0) stem.resize(stem.size() - e.size());
+  }
+  if (stem.empty()) stem = "trace";
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::string base = "torchneck-out/" + stem + "-" + stamp;
+  std::string dir = base;
+  for (int n = 2; std::filesystem::exists(dir); ++n) dir = base + "-" + std::to_string(n);
+  return dir;
+}
+
+// Creates the folder (and its parents) and checks it can be written, before
+// any work; returns the folders it created, for removal on failure.
+std::vector<std::string> prepare_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> created;
+  fs::path p;
+  for (const auto& part : fs::path(dir)) {
+    p /= part;
+    std::error_code ec;
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec)) throw Usage("cannot write the report to " + dir + ": " + p.string() + " is not a folder");
+      continue;
+    }
+    if (!fs::create_directory(p, ec)) throw Usage("cannot write the report to " + dir + ": " + ec.message());
+    created.push_back(p.string());
+  }
+  const std::string probe = dir + "/.torchneck-write-test";
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr || std::fputs("ok", f) < 0 || std::fclose(f) != 0) {
+    const std::string why = std::strerror(errno);
+    for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+    throw Usage("cannot write the report to " + dir + ": " + why);
+  }
+  std::remove(probe.c_str());
+  return created;
+}
+
+int run(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const std::vector<std::string> files = kineto::trace_files(a.path);
+  const std::string dir = a.out.empty() ? default_dir(a.path) : a.out;
+  const std::vector<std::string> created = prepare_dir(dir);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool tty = ::isatty(2) != 0;
+  bool bar = false;
+  std::vector<kineto::Trace> traces;
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto progress = [&](size_t done, size_t total) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!tty || s < 1.0 || total == 0) return;
+      bar = true;
+      const int width = 30;
+      const int filled = static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total));
+      std::fprintf(stderr, "\rtorchneck: reading %zu/%zu [%-*s] %3.0f %%", i + 1, files.size(), width,
+                   std::string(static_cast<size_t>(filled), '#').c_str(), 100.0 * done / total);
+    };
+    try {
+      traces.push_back(kineto::load_trace(files[i], progress));
+    } catch (...) {
+      for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+      throw;
+    }
+  }
+  if (bar) std::fputs("\r\033[K", stderr);
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const kineto::Trace& x, const kineto::Trace& y) { return x.rank < y.rank; });
+
+  // The CPU side of the first rank is the run; every rank gets its GPU report.
+  Run run = run_from_trace(traces.front());
+  if (traces.size() > 1) {
+    run.run.script = a.path;
+    run.notes.push_back("several ranks: the operator tables and steps are rank " +
+                        std::to_string(traces.front().rank) + "'s; the GPU section is given for every rank under \"ranks\"");
+  }
+  SummaryOptions so;
+  so.top_python = so.top_ops = a.top;
+  Analysis analysis = analyze(run, so);
+  for (const auto& t : traces) analysis.gpu.push_back(gpu::gpu_report(t));
+  // The GPU findings of the first rank replace the CPU-side ones of the same kind.
+  std::set<std::string> gpu_ids;
+  for (const auto& f : analysis.gpu.front().findings) gpu_ids.insert(f.id);
+  auto& findings = analysis.diagnosis.findings;
+  findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                [&](const Finding& f) { return gpu_ids.count(f.id) > 0; }),
+                 findings.end());
+  findings.insert(findings.end(), analysis.gpu.front().findings.begin(), analysis.gpu.front().findings.end());
+  finish_diagnosis(analysis.diagnosis, analysis.steps);
+
+  OutputOptions out;
+  out.dir = dir;
+  std::error_code ec;
+  out.cwd = std::filesystem::current_path(ec).string();
+  out.summary = so;
+  std::string error;
+  const std::string text = write_analysed(run, analysis, out, &error);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  if (!error.empty()) {
+    std::fprintf(stderr, "torchneck: %s\n", error.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n') c = ' ';
+    std::fprintf(stderr, "torchneck: %s\n", msg.c_str());
+    return 2;
+  }
+}
