@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -133,7 +135,8 @@ bool decimal_us_to_ns(const char* p, const char* end, int64_t& out) {
       scale /= 10;
     }
   }
-  if (p < end && (*p == 'e' || *p == 'E')) return false;
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  if (p != end) return false;  // an exponent, or not a number at all
   const int64_t ns = whole * 1000 + frac;
   out = neg ? -ns : ns;
   return true;
@@ -156,6 +159,7 @@ class TimeScanner {
         ++p_;
         continue;
       }
+      const char* before = p_;
       const std::string_view key = string();
       ws();
       if (p_ < end_ && *p_ == ':') ++p_;
@@ -166,6 +170,7 @@ class TimeScanner {
       } else {
         skip_value();
       }
+      if (p_ == before) ++p_;
     }
     return out;
   }
@@ -229,7 +234,9 @@ class TimeScanner {
       }
       ExactTime t;
       if (*p_ != '{') {
+        const char* before = p_;
         skip_value();
+        if (p_ == before) ++p_;
         out.push_back(t);
         continue;
       }
@@ -249,14 +256,11 @@ class TimeScanner {
         ws();
         if (p_ < end_ && *p_ == ':') ++p_;
         ws();
-        if (key == "ts" || key == "dur") {
-          const char* start = p_;
-          while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ' ' && *p_ != '\n' && *p_ != '\r' && *p_ != '\t') ++p_;
-          int64_t ns = 0;
-          if (decimal_us_to_ns(start, p_, ns)) (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
-        } else {
-          skip_value();
-        }
+        const char* start = p_;
+        skip_value();  // any value, whatever its type
+        int64_t ns = 0;
+        if ((key == "ts" || key == "dur") && decimal_us_to_ns(start, p_, ns)) (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
+        if (p_ == start && p_ < end_) ++p_;  // never stand still on a byte we cannot read
       }
       out.push_back(t);
     }
@@ -311,13 +315,15 @@ class Parser {
     return id;
   }
 
+  // `s` points into the DOM's string buffer, which outlives the parse: the
+  // map keys are views into it, so a name costs one hash per event and an
+  // allocation only the first time.
   uint32_t intern(std::string_view s) {
-    key_.assign(s);
-    auto it = name_ids_.find(key_);
+    auto it = name_ids_.find(s);
     if (it != name_ids_.end()) return it->second;
     const auto id = static_cast<uint32_t>(t_.names.size());
     t_.names.emplace_back(s);
-    name_ids_.emplace(key_, id);
+    name_ids_.emplace(s, id);
     return id;
   }
 
@@ -459,7 +465,7 @@ class Parser {
   std::vector<ExactTime> exact_;  // per traceEvents element
   size_t index_ = 0;             // of the element being read
   std::unordered_map<std::string, int64_t> string_ids_;
-  std::unordered_map<std::string, uint32_t> name_ids_;  // allocates per distinct name only
+  std::unordered_map<std::string_view, uint32_t> name_ids_;
 };
 
 // Where a document that simdjson rejected goes wrong: walks it with the
@@ -514,38 +520,87 @@ size_t error_offset(const simdjson::padded_string& json) {
   return json.size();
 }
 
-std::string read_file(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
-  if (f == nullptr) throw std::runtime_error(path + ": cannot open");
-  gzbuffer(f, 1 << 17);
-  std::string out;
-  char buf[1 << 17];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      const std::string why = gzerror(f, &code);
-      gzclose(f);
-      throw std::runtime_error(path + ": byte " + std::to_string(out.size()) + ": " +
-                               (code == Z_BUF_ERROR ? std::string("the gzip data ends early (truncated)")
-                                                    : "corrupt gzip data (" + why + ")"));
+[[noreturn]] void gzip_error(const std::string& path, size_t at, int code) {
+  throw std::runtime_error(path + ": byte " + std::to_string(at) + ": " +
+                           (code == Z_BUF_ERROR ? std::string("the gzip data ends early (truncated)")
+                                                : std::string("corrupt gzip data")));
+}
+
+// The whole file, gunzipped if it is gzip, straight into simdjson's padded
+// buffer: one allocation of the final size (the gzip trailer's ISIZE), no
+// copy, so the peak memory is the JSON text once plus the parser's.
+simdjson::padded_string read_file(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string raw;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw std::runtime_error(path + ": read error");
+  const bool gzip = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f && static_cast<unsigned char>(raw[1]) == 0x8b;
+  if (!gzip) return simdjson::padded_string(raw);
+  if (raw.size() < 18) gzip_error(path, raw.size(), Z_BUF_ERROR);
+  const auto* t = reinterpret_cast<const unsigned char*>(raw.data() + raw.size() - 4);
+  size_t size = static_cast<size_t>(t[0]) | static_cast<size_t>(t[1]) << 8 | static_cast<size_t>(t[2]) << 16 |
+                static_cast<size_t>(t[3]) << 24;  // ISIZE: the size mod 2^32
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::runtime_error(path + ": cannot start gzip decompression");
+  std::string grown;  // only when ISIZE was wrong (several members, over 4 GiB)
+  simdjson::padded_string out(size);
+  z.next_in = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_in = static_cast<uInt>(std::min<size_t>(raw.size(), UINT32_MAX));
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(std::min<size_t>(size, UINT32_MAX));
+  int rc = Z_OK;
+  while (true) {
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      // Another gzip member may follow (concatenated files): keep going.
+      if (z.avail_in == 0) break;
+      if (inflateReset(&z) != Z_OK) break;
+      continue;
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      inflateEnd(&z);
+      gzip_error(path, z.total_in, rc == Z_DATA_ERROR ? Z_DATA_ERROR : rc);
+    }
+    if (z.avail_out == 0) {  // ISIZE was too small: continue in a growing string
+      grown.append(out.data(), size - z.avail_out);
+      const size_t have = grown.size();
+      grown.resize(have + (1 << 20));
+      z.next_out = reinterpret_cast<Bytef*>(grown.data() + have);
+      z.avail_out = 1 << 20;
+      size = 0;
+      continue;
+    }
+    if (rc == Z_BUF_ERROR || z.avail_in == 0) {
+      inflateEnd(&z);
+      gzip_error(path, z.total_in, Z_BUF_ERROR);
+    }
   }
-  gzclose(f);
-  return out;
+  const size_t produced = z.total_out;
+  inflateEnd(&z);
+  if (!grown.empty()) {
+    grown.resize(produced);
+    return simdjson::padded_string(grown);
+  }
+  if (produced == out.size()) return out;
+  return simdjson::padded_string(out.data(), produced);
 }
 
 }  // namespace
 
-Trace parse_trace(const std::string& text, const std::string& path,
-                  const std::function<void(size_t, size_t)>& progress) {
+namespace {
+
+Trace parse_padded(const simdjson::padded_string& json, const std::string& path,
+                   const std::function<void(size_t, size_t)>& progress) {
   Trace t;
   t.path = path;
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+  const std::string_view text(json.data(), json.size());
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw std::runtime_error(path + ": byte 0: the file is empty");
-  const simdjson::padded_string json(text);
   // The DOM parser: runtime dispatch to the CPU's SIMD kernels, and it
   // validates the whole document before we read any of it.
   dom::parser parser;
@@ -568,11 +623,18 @@ Trace parse_trace(const std::string& text, const std::string& path,
   return t;
 }
 
+}  // namespace
+
+Trace parse_trace(const std::string& text, const std::string& path,
+                  const std::function<void(size_t, size_t)>& progress) {
+  return parse_padded(simdjson::padded_string(text), path, progress);
+}
+
 Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
-  const std::string text = read_file(path);
-  if (progress) progress(0, text.size());
-  Trace t = parse_trace(text, path, progress);
-  if (progress) progress(text.size(), text.size());
+  const simdjson::padded_string json = read_file(path);
+  if (progress) progress(0, json.size());
+  Trace t = parse_padded(json, path, progress);
+  if (progress) progress(json.size(), json.size());
   return t;
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -118,7 +119,18 @@ std::vector<std::string> prepare_dir(const std::string& dir) {
   return created;
 }
 
+// TORCHNECK_TIMING=1: where the time of one analysis goes, on stderr.
+void phase(const char* what) {
+  static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
+  static auto last = std::chrono::steady_clock::now();
+  if (!on) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "torchneck: %-24s %7.1f ms\n", what, std::chrono::duration<double, std::milli>(now - last).count());
+  last = now;
+}
+
 int run(int argc, char** argv) {
+  phase("start");
   const Args a = parse(argc, argv);
   const std::vector<std::string> files = kineto::trace_files(a.path);
   const std::string dir = a.out.empty() ? default_dir(a.path) : a.out;
@@ -146,11 +158,13 @@ int run(int argc, char** argv) {
     }
   }
   if (bar) std::fputs("\r\033[K", stderr);
+  phase("read and parse");
   std::stable_sort(traces.begin(), traces.end(),
                    [](const kineto::Trace& x, const kineto::Trace& y) { return x.rank < y.rank; });
 
   // The CPU side of the first rank is the run; every rank gets its GPU report.
   Run run = run_from_trace(traces.front());
+  phase("CPU side as a run");
   if (traces.size() > 1) {
     run.run.script = a.path;
     run.notes.push_back("several ranks: the operator tables and steps are rank " +
@@ -159,7 +173,9 @@ int run(int argc, char** argv) {
   SummaryOptions so;
   so.top_python = so.top_ops = a.top;
   Analysis analysis = analyze(run, so);
+  phase("run analysis");
   for (const auto& t : traces) analysis.gpu.push_back(gpu::gpu_report(t));
+  phase("GPU analyses");
   // The GPU findings of the first rank replace the CPU-side ones of the same kind.
   std::set<std::string> gpu_ids;
   for (const auto& f : analysis.gpu.front().findings) gpu_ids.insert(f.id);
@@ -177,6 +193,7 @@ int run(int argc, char** argv) {
   out.summary = so;
   std::string error;
   const std::string text = write_analysed(run, analysis, out, &error);
+  phase("reports written");
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!error.empty()) {
