@@ -401,11 +401,36 @@ class Parser {
       f.pid = e.pid;
       f.tid = e.tid;
       t_.flows.push_back(f);
+    } else if (ph == "i" && name == "[memory]" && have_args) {
+      memory(arg_object);
     } else if (ph == "M" && have_args) {
       for (auto [k, v] : arg_object)
         if (k == "name" && v.is_string()) meta_name = v.get_string().value_unsafe();
       if (name == "process_name") t_.process_names[e.pid] = std::string(meta_name);
       else if (name == "thread_name") t_.thread_names[e.tid] = std::string(meta_name);
+    }
+  }
+
+  void memory(dom::object a) {
+    int64_t type = -1, device = -1, bytes = 0, allocated = -1, reserved = -1;
+    for (auto [k, v] : a) {
+      if (!v.is_number()) continue;
+      if (k == "Device Type") type = as_int(v);
+      else if (k == "Device Id") device = as_int(v);
+      else if (k == "Bytes") bytes = as_int(v);
+      else if (k == "Total Allocated") allocated = as_int(v);
+      else if (k == "Total Reserved") reserved = as_int(v);
+    }
+    if (type != 1 || device < 0) return;  // c10::DeviceType CUDA (ROCm reports as CUDA)
+    MemoryUse& m = t_.device_memory[device];
+    ++m.events;
+    m.running += bytes;
+    if (allocated >= 0) {
+      m.has_totals = true;
+      m.peak_allocated = std::max(m.peak_allocated, allocated);
+      m.peak_reserved = std::max(m.peak_reserved, reserved);
+    } else if (!m.has_totals) {
+      m.peak_allocated = std::max(m.peak_allocated, m.running);
     }
   }
 

@@ -83,6 +83,19 @@ struct Device {
   int64_t num_sms = 0;  // "numSms"
 };
 
+// Device memory seen through the "[memory]" instant events (profile_memory
+// = True): per device, the peak of "Total Allocated" / "Total Reserved"
+// when the trace has them, else the peak of the running sum of "Bytes"
+// (allocations minus frees since the trace started: a lower bound, the
+// memory allocated before it is unknown).
+struct MemoryUse {
+  uint64_t events = 0;
+  bool has_totals = false;
+  int64_t peak_allocated = 0;
+  int64_t peak_reserved = 0;
+  int64_t running = 0;  // running sum of Bytes
+};
+
 struct Trace {
   std::string path;
   std::vector<Event> events;  // sorted by ts_ns, then longer first
@@ -93,6 +106,7 @@ struct Trace {
   std::string backend;
   std::map<int64_t, std::string> process_names;  // "process_name" metadata
   std::map<int64_t, std::string> thread_names;   // "thread_name" metadata
+  std::map<int64_t, MemoryUse> device_memory;    // by device id, CUDA/ROCm devices only
 
   const std::string& name_of(const Event& e) const { return names[e.name]; }
 };

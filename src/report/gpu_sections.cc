@@ -100,6 +100,13 @@ void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
   for (const auto& s : g.syncs)
     w.begin_object().field("what", s.what).field("context", s.context).field("calls", s.calls).field("total_us", us(static_cast<double>(s.total_ns))).end_object();
   w.end_array();
+  w.key("memory").begin_object();
+  w.key("peak_allocated_bytes");
+  g.peak_allocated < 0 ? w.null() : w.value(g.peak_allocated);
+  w.key("peak_reserved_bytes");
+  g.peak_reserved < 0 ? w.null() : w.value(g.peak_reserved);
+  w.field("lower_bound", g.peak_is_lower_bound);
+  w.end_object();
   w.key("pageable_memcpy").begin_object();
   w.field("copies", g.pageable_copies).field("bytes", g.pageable_bytes).field("total_us", us(static_cast<double>(g.pageable_ns)));
   w.end_object();
@@ -169,6 +176,10 @@ std::string gpu_terminal_section(const gpu::GpuReport& r, size_t top) {
       appendf(out, "    %9.2f ms  x%-5llu %s  from %s\n", ms(g.syncs[i].total_ns),
               static_cast<unsigned long long>(g.syncs[i].calls), g.syncs[i].what.c_str(), g.syncs[i].context.c_str());
   }
+  if (g.peak_allocated >= 0)
+    appendf(out, "  Device memory: peak allocated %.0f MiB%s%s\n", static_cast<double>(g.peak_allocated) / (1 << 20),
+            g.peak_is_lower_bound ? " (at least)" : "",
+            g.peak_reserved >= 0 ? (", reserved " + std::to_string(g.peak_reserved >> 20) + " MiB").c_str() : "");
   if (g.pageable_copies > 0)
     appendf(out, "  Pageable memory copies: %llu, %.1f MiB, %.2f ms\n", static_cast<unsigned long long>(g.pageable_copies),
             static_cast<double>(g.pageable_bytes) / (1 << 20), ms(g.pageable_ns));

@@ -49,6 +49,12 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
     g.device_memory = t.devices.front().total_global_mem;
     g.compute_major = t.devices.front().compute_major;
   }
+  if (!t.device_memory.empty()) {
+    const kineto::MemoryUse& m = t.device_memory.begin()->second;
+    g.peak_allocated = m.peak_allocated;
+    g.peak_reserved = m.has_totals ? m.peak_reserved : -1;
+    g.peak_is_lower_bound = !m.has_totals;
+  }
   int64_t first = INT64_MAX, last = INT64_MIN;
   // Per CPU thread: the open cpu_ops, to name the operator behind a runtime call.
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open;

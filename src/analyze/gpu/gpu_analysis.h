@@ -61,6 +61,10 @@ struct GpuFacts {
   int64_t pageable_bytes = 0;
   int64_t pageable_ns = 0;
   std::vector<OpGpuTime> gpu_time_by_op;  // by GPU time
+  // Device memory (first device with "[memory]" events), -1 unknown.
+  int64_t peak_allocated = -1;
+  int64_t peak_reserved = -1;
+  bool peak_is_lower_bound = false;  // from Bytes deltas only: memory before the trace unknown
 };
 
 inline constexpr int64_t kShortKernelNs = 10'000;

@@ -24,6 +24,9 @@ constexpr double kShortKernelFraction = 0.50;
 constexpr int64_t kStarvedLaunchDelayNs = 50'000;
 constexpr double kCommunicationShare = 0.20;
 constexpr double kPageableShare = 0.01;
+// Peak memory this close to the device's: the next larger batch or model
+// runs out of memory, and the caching allocator may already thrash.
+constexpr double kMemoryPressure = 0.90;
 
 double avg(const TbOverview& tb, TbRole r) { return tb.avg_ns[static_cast<int>(r)]; }
 
@@ -171,6 +174,21 @@ void detect_gpu(const GpuReport& r, std::vector<Finding>& out) {
                        "with torch.cuda.amp.GradScaler) around forward and loss; or torch.backends.cuda.matmul."
                        "allow_tf32 = True on Ampere and later";
     f.gain_arithmetic = "not estimated: tensor cores speed up matrix multiplies and convolutions, not the rest";
+    out.push_back(std::move(f));
+  }
+  const int64_t peak = std::max(g.peak_allocated, g.peak_reserved);
+  if (g.device_memory > 0 && peak >= 0 && static_cast<double>(peak) >= kMemoryPressure * static_cast<double>(g.device_memory)) {
+    Finding f;
+    f.id = "memory_pressure";
+    f.severity = "medium";
+    f.title = "Device memory peaks at " + pct(static_cast<double>(peak) / static_cast<double>(g.device_memory)) + " of the GPU's";
+    f.evidence.push_back("peak " + std::string(g.peak_reserved >= g.peak_allocated ? "reserved" : "allocated") + " " +
+                         std::to_string(peak >> 20) + " MiB of " + std::to_string(g.device_memory >> 20) + " MiB" +
+                         (g.peak_is_lower_bound ? " (at least: allocations since the trace started)" : ""));
+    f.recommendation = "Make room before scaling up: activation checkpointing (torch.utils.checkpoint), mixed "
+                       "precision, a smaller batch with gradient accumulation; set "
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation";
+    f.gain_arithmetic = "not estimated: a risk (out of memory, allocator retries), not a cost per step";
     out.push_back(std::move(f));
   }
   if (g.pageable_copies > 0 && g.span_ns > 0 &&

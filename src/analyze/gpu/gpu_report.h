@@ -28,7 +28,8 @@ struct GpuReport {
 GpuReport gpu_report(const kineto::Trace& trace);
 
 // The GPU detectors (gpu_idle, input_bound, host_sync, launch_bound,
-// no_mixed_precision, communication_bound, pageable_memcpy); appended to out.
+// no_mixed_precision, communication_bound, memory_pressure,
+// pageable_memcpy); appended to out.
 void detect_gpu(const GpuReport& r, std::vector<Finding>& out);
 
 }  // namespace torchneck::gpu
