@@ -110,6 +110,13 @@ void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
   w.key("pageable_memcpy").begin_object();
   w.field("copies", g.pageable_copies).field("bytes", g.pageable_bytes).field("total_us", us(static_cast<double>(g.pageable_ns)));
   w.end_object();
+  w.key("gpu_time_by_layer").begin_array();
+  for (size_t i = 0; i < g.gpu_time_by_layer.size() && i < 30; ++i) {
+    const auto& l = g.gpu_time_by_layer[i];
+    w.begin_object().field("module", l.module).field("forward_us", us(static_cast<double>(l.forward_ns)));
+    w.field("backward_us", us(static_cast<double>(l.backward_ns))).field("kernels", l.kernels).end_object();
+  }
+  w.end_array();
   w.key("gpu_time_by_op").begin_array();
   for (size_t i = 0; i < g.gpu_time_by_op.size() && i < 30; ++i) {
     const auto& o = g.gpu_time_by_op[i];
@@ -175,6 +182,13 @@ std::string gpu_terminal_section(const gpu::GpuReport& r, size_t top) {
     for (size_t i = 0; i < g.syncs.size() && i < 5; ++i)
       appendf(out, "    %9.2f ms  x%-5llu %s  from %s\n", ms(g.syncs[i].total_ns),
               static_cast<unsigned long long>(g.syncs[i].calls), g.syncs[i].what.c_str(), g.syncs[i].context.c_str());
+  }
+  if (!g.gpu_time_by_layer.empty()) {
+    out += "  GPU time per layer (nn.Module scopes), ms:    forward   backward\n";
+    for (size_t i = 0; i < g.gpu_time_by_layer.size() && i < top; ++i) {
+      const auto& l = g.gpu_time_by_layer[i];
+      appendf(out, "    %-40.40s %10.2f %10.2f\n", l.module.c_str(), ms(l.forward_ns), ms(l.backward_ns));
+    }
   }
   if (g.peak_allocated >= 0)
     appendf(out, "  Device memory: peak allocated %.0f MiB%s%s\n", static_cast<double>(g.peak_allocated) / (1 << 20),

@@ -171,3 +171,42 @@ TEST(GpuFactsFromTrace, MemoryPeakSyncContextAndPageableCopies) {
 
 }  // namespace
 }  // namespace torchneck::gpu
+
+namespace torchneck::gpu {
+namespace {
+
+TEST(GpuFactsFromTrace, LayerGpuTimeForwardFromModuleScopesBackwardThroughFwdBwdFlows) {
+  // GIVEN two modules; fc's forward op (aten::addmm) is linked by a fwdbwd
+  // flow to its backward node on the autograd thread, which launches a
+  // 70 us kernel; the forward kernels take 20 us (conv) and 30 us (fc).
+  const std::string text = R"JSON({"traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Conv2d_0", "pid": 1, "tid": 1, "ts": 10, "dur": 30},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 11, "dur": 20},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 50, "dur": 40},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 51, "dur": 30},
+    {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 9, "pid": 1, "tid": 1, "ts": 51},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 52, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 200, "dur": 50},
+    {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 9, "pid": 1, "tid": 2, "ts": 200, "bp": "e"},
+    {"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 2, "ts": 201, "dur": 40},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 202, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "conv_kernel", "pid": 0, "tid": 7, "ts": 20, "dur": 20, "args": {"stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 60, "dur": 30, "args": {"stream": 7, "correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "gemm_bwd_kernel", "pid": 0, "tid": 7, "ts": 210, "dur": 70, "args": {"stream": 7, "correlation": 3}}
+  ]})JSON";
+  const GpuFacts g = gpu_facts(kineto::parse_trace(text, "layers.json"));
+  // THEN forward time goes to the innermost module, backward to the module
+  // of the forward op the flow links to
+  ASSERT_EQ(g.gpu_time_by_layer.size(), 2u);
+  EXPECT_EQ(g.gpu_time_by_layer[0].module, "Linear_0");
+  EXPECT_EQ(g.gpu_time_by_layer[0].forward_ns, 30'000);
+  EXPECT_EQ(g.gpu_time_by_layer[0].backward_ns, 70'000);
+  EXPECT_EQ(g.gpu_time_by_layer[1].module, "Conv2d_0");
+  EXPECT_EQ(g.gpu_time_by_layer[1].forward_ns, 20'000);
+  EXPECT_EQ(g.gpu_time_by_layer[1].backward_ns, 0);
+}
+
+}  // namespace
+}  // namespace torchneck::gpu

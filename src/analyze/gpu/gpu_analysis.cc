@@ -64,11 +64,56 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   std::map<std::string, SyncPoint> syncs;
   std::unordered_map<uint32_t, KernelStats> kernels;
   std::unordered_map<uint32_t, int64_t> longest;
+  // Layers: open module scopes per thread, flows resolved in time order.
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> modules;
+  std::vector<const kineto::Flow*> flows;
+  for (const auto& f : t.flows)
+    if (f.cat == kineto::FlowCat::kFwdBwd) flows.push_back(&f);
+  std::stable_sort(flows.begin(), flows.end(),
+                   [](const kineto::Flow* a, const kineto::Flow* b) { return a->ts_ns < b->ts_ns; });
+  size_t next_flow = 0;
+  std::unordered_map<int64_t, std::string> module_of_flow;         // flow id -> forward op's module
+  std::unordered_map<const Event*, std::string> module_of_backward;  // backward op -> module
+  struct Attribution {
+    std::string module;
+    bool backward = false;
+  };
+  std::unordered_map<const Event*, Attribution> layer_of_call;
+  auto innermost_module = [&](int64_t pid, int64_t tid, int64_t ts) -> std::string {
+    auto it = modules.find({pid, tid});
+    if (it == modules.end()) return {};
+    auto& stack = it->second;
+    while (!stack.empty() && stack.back()->end_ns() <= ts) stack.pop_back();
+    return stack.empty() ? std::string() : t.name_of(*stack.back()).substr(11);  // "nn.Module: "
+  };
+  auto resolve_flow = [&](const kineto::Flow& f) {
+    if (f.start) {
+      const std::string m = innermost_module(f.pid, f.tid, f.ts_ns);
+      if (!m.empty()) module_of_flow[f.id] = m;
+      return;
+    }
+    auto m = module_of_flow.find(f.id);
+    if (m == module_of_flow.end()) return;
+    auto it = open.find({f.pid, f.tid});
+    if (it == open.end()) return;
+    for (auto op = it->second.rbegin(); op != it->second.rend(); ++op)
+      if ((*op)->end_ns() > f.ts_ns && starts_with(t.name_of(**op), "autograd::engine::evaluate_function")) {
+        module_of_backward[*op] = m->second;
+        break;
+      }
+  };
   for (const Event& e : t.events) {
     if (e.cat == Cat::kTrace) continue;
+    while (next_flow < flows.size() && flows[next_flow]->ts_ns < e.ts_ns) resolve_flow(*flows[next_flow++]);
     first = std::min(first, e.ts_ns);
     last = std::max(last, e.end_ns());
     const std::string& name = t.name_of(e);
+    if (e.cat == Cat::kPythonFunction && starts_with(name, "nn.Module: ")) {
+      auto& stack = modules[{e.pid, e.tid}];
+      while (!stack.empty() && stack.back()->end_ns() <= e.ts_ns) stack.pop_back();
+      stack.push_back(&e);
+      continue;
+    }
     if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation) {
       auto& stack = open[{e.pid, e.tid}];
       while (!stack.empty() && stack.back()->end_ns() <= e.ts_ns) stack.pop_back();
@@ -89,6 +134,18 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
       }
       const std::string context = outer.empty() ? "(no operator)" : outer == inner ? outer : outer + " > " + inner;
       top_op_of[&e] = outer.empty() ? "(no operator)" : outer;
+      {  // which layer, forward or backward, this call's device work belongs to
+        Attribution a;
+        for (const Event* o : stack) {
+          auto b = module_of_backward.find(o);
+          if (b != module_of_backward.end()) {
+            a.module = b->second;
+            a.backward = true;
+          }
+        }
+        if (a.module.empty()) a.module = innermost_module(e.pid, e.tid, e.ts_ns);
+        if (!a.module.empty()) layer_of_call[&e] = std::move(a);
+      }
       if (e.correlation >= 0) runtime_by_corr[e.correlation] = &e;
       if (launch_call(name)) {
         ++g.launches;
@@ -135,12 +192,20 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   // per operator, device-to-host copies as sync points.
   std::vector<int64_t> delays;
   std::map<std::string, OpGpuTime> by_op;
+  std::map<std::string, LayerGpuTime> by_layer;
   for (const Event& e : t.events) {
     if (!kineto::is_gpu_work(e.cat) || e.correlation < 0) continue;
     auto it = runtime_by_corr.find(e.correlation);
     if (it == runtime_by_corr.end()) continue;
     const Event& call = *it->second;
     if (e.cat == Cat::kKernel) delays.push_back(std::max<int64_t>(0, e.ts_ns - call.ts_ns));
+    auto layer = layer_of_call.find(&call);
+    if (layer != layer_of_call.end()) {
+      LayerGpuTime& l = by_layer[layer->second.module];
+      l.module = layer->second.module;
+      (layer->second.backward ? l.backward_ns : l.forward_ns) += e.dur_ns;
+      l.kernels += e.cat == Cat::kKernel;
+    }
     OpGpuTime& o = by_op[top_op_of[&call]];
     o.op = top_op_of[&call];
     o.gpu_ns += e.dur_ns;
@@ -167,6 +232,10 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   }
   std::sort(g.syncs.begin(), g.syncs.end(), [](const SyncPoint& a, const SyncPoint& b) { return a.total_ns > b.total_ns; });
   for (auto& [_, o] : by_op) g.gpu_time_by_op.push_back(o);
+  for (auto& [_, l] : by_layer) g.gpu_time_by_layer.push_back(l);
+  std::sort(g.gpu_time_by_layer.begin(), g.gpu_time_by_layer.end(), [](const LayerGpuTime& a, const LayerGpuTime& b) {
+    return a.forward_ns + a.backward_ns > b.forward_ns + b.backward_ns;
+  });
   std::sort(g.gpu_time_by_op.begin(), g.gpu_time_by_op.end(),
             [](const OpGpuTime& a, const OpGpuTime& b) { return a.gpu_ns > b.gpu_ns; });
   for (auto& [id, k] : kernels) {

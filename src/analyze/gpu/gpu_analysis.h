@@ -36,6 +36,17 @@ struct OpGpuTime {
   uint64_t kernels = 0;
 };
 
+// GPU time of an nn.Module (the trace's "nn.Module: NAME" python_function
+// scopes, written with with_modules=True / with_stack=True): forward, the
+// device work launched inside the module; backward, the device work of the
+// autograd nodes whose forward op ran inside it (fwdbwd flows).
+struct LayerGpuTime {
+  std::string module;  // "nn.Module: Conv2d_0" without the prefix
+  int64_t forward_ns = 0;
+  int64_t backward_ns = 0;
+  uint64_t kernels = 0;
+};
+
 struct GpuFacts {
   std::string device_name;  // first device of deviceProperties, "" if none
   int64_t device_memory = 0;
@@ -61,6 +72,7 @@ struct GpuFacts {
   int64_t pageable_bytes = 0;
   int64_t pageable_ns = 0;
   std::vector<OpGpuTime> gpu_time_by_op;  // by GPU time
+  std::vector<LayerGpuTime> gpu_time_by_layer;  // by forward + backward; empty without module scopes
   // Device memory (first device with "[memory]" events), -1 unknown.
   int64_t peak_allocated = -1;
   int64_t peak_reserved = -1;
