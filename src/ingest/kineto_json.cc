@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <charconv>
+#include <deque>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
@@ -142,9 +143,22 @@ bool decimal_us_to_ns(const char* p, const char* end, int64_t& out) {
   return true;
 }
 
+// Where the "traceEvents" array and its elements are in the text.
+struct EventsLayout {
+  bool found = false;
+  size_t begin = 0, end = 0;   // offsets of its '[' and ']'
+  std::vector<size_t> commas;  // the commas between its elements
+  size_t largest = 0;          // bytes of its largest element
+  size_t elements = 0;
+  bool well_separated = true;  // exactly one comma between elements
+};
+
 class TimeScanner {
  public:
-  explicit TimeScanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  explicit TimeScanner(std::string_view text)
+      : base_(text.data()), p_(text.data()), end_(text.data() + text.size()) {}
+
+  EventsLayout layout;
 
   // Per element of the top-level "traceEvents" array, in order.
   std::vector<ExactTime> scan() {
@@ -164,9 +178,12 @@ class TimeScanner {
       ws();
       if (p_ < end_ && *p_ == ':') ++p_;
       ws();
-      if (key == "traceEvents" && p_ < end_ && *p_ == '[') {
+      if (key == "traceEvents" && p_ < end_ && *p_ == '[' && !layout.found) {
+        layout.found = true;
+        layout.begin = static_cast<size_t>(p_ - base_);
         ++p_;
         events(out);
+        layout.end = static_cast<size_t>(p_ - base_) - 1;
       } else {
         skip_value();
       }
@@ -222,21 +239,31 @@ class TimeScanner {
     while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']') ++p_;  // a number, true, false, null
   }
   void events(std::vector<ExactTime>& out) {
+    bool expect_element = true;
     while (true) {
       ws();
       if (p_ >= end_ || *p_ == ']') {
+        if (expect_element && layout.elements > 0) layout.well_separated = false;  // "...,]"
         if (p_ < end_) ++p_;
         return;
       }
       if (*p_ == ',') {
+        if (expect_element) layout.well_separated = false;  // "[," or ",,"
+        layout.commas.push_back(static_cast<size_t>(p_ - base_));
+        expect_element = true;
         ++p_;
         continue;
       }
+      if (!expect_element) layout.well_separated = false;  // "}{": no comma
+      expect_element = false;
+      ++layout.elements;
+      const char* element_start = p_;
       ExactTime t;
       if (*p_ != '{') {
         const char* before = p_;
         skip_value();
         if (p_ == before) ++p_;
+        layout.largest = std::max(layout.largest, static_cast<size_t>(p_ - element_start));
         out.push_back(t);
         continue;
       }
@@ -262,10 +289,12 @@ class TimeScanner {
         if ((key == "ts" || key == "dur") && decimal_us_to_ns(start, p_, ns)) (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
         if (p_ == start && p_ < end_) ++p_;  // never stand still on a byte we cannot read
       }
+      layout.largest = std::max(layout.largest, static_cast<size_t>(p_ - element_start));
       out.push_back(t);
     }
   }
 
+  const char* base_;
   const char* p_;
   const char* end_;
 };
@@ -275,6 +304,29 @@ class Parser {
   Parser(Trace& t, const std::function<void(size_t, size_t)>& progress, size_t total,
          std::vector<ExactTime> exact)
       : t_(t), progress_(progress), total_(total), exact_(std::move(exact)) {}
+
+  size_t parsed() const { return index_; }
+  // The events, one parsed document each (see parse_padded).
+  void event_element(dom::element item) {
+    dom::object o;
+    if (item.get_object().get(o) != simdjson::SUCCESS) throw Fail("an entry of \"traceEvents\" is not an object");
+    event(o);
+    ++index_;
+  }
+  // The rest of the top-level object, with the events array blanked out.
+  void top_level(dom::element root) {
+    dom::object top;
+    if (root.get_object().get(top) != simdjson::SUCCESS) throw Fail("the top level is not a JSON object");
+    for (auto [key, v] : top) {
+      if (key == "deviceProperties") {
+        dom::array a;
+        if (v.get_array().get(a) == simdjson::SUCCESS) devices(a);
+      } else if (key == "distributedInfo") {
+        dom::object o;
+        if (v.get_object().get(o) == simdjson::SUCCESS) distributed(o);
+      }
+    }
+  }
 
   void document(dom::element root) {
     dom::object top;
@@ -315,15 +367,16 @@ class Parser {
     return id;
   }
 
-  // `s` points into the DOM's string buffer, which outlives the parse: the
-  // map keys are views into it, so a name costs one hash per event and an
-  // allocation only the first time.
+  // A name costs one hash per event and an allocation only the first time:
+  // the map's keys are views into name_store_ (a deque: stable addresses;
+  // the parser's own string buffer is reused from batch to batch).
   uint32_t intern(std::string_view s) {
     auto it = name_ids_.find(s);
     if (it != name_ids_.end()) return it->second;
     const auto id = static_cast<uint32_t>(t_.names.size());
     t_.names.emplace_back(s);
-    name_ids_.emplace(s, id);
+    name_store_.emplace_back(s);
+    name_ids_.emplace(std::string_view(name_store_.back()), id);
     return id;
   }
 
@@ -490,6 +543,7 @@ class Parser {
   std::vector<ExactTime> exact_;  // per traceEvents element
   size_t index_ = 0;             // of the element being read
   std::unordered_map<std::string, int64_t> string_ids_;
+  std::deque<std::string> name_store_;
   std::unordered_map<std::string_view, uint32_t> name_ids_;
 };
 
@@ -619,28 +673,79 @@ simdjson::padded_string read_file(const std::string& path) {
 
 namespace {
 
-Trace parse_padded(const simdjson::padded_string& json, const std::string& path,
+Trace parse_padded(simdjson::padded_string& json, const std::string& path,
                    const std::function<void(size_t, size_t)>& progress) {
   Trace t;
   t.path = path;
   const std::string_view text(json.data(), json.size());
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw std::runtime_error(path + ": byte 0: the file is empty");
-  // The DOM parser: runtime dispatch to the CPU's SIMD kernels, and it
-  // validates the whole document before we read any of it.
-  dom::parser parser;
-  dom::element root;
-  if (const auto err = parser.parse(json).get(root)) {
-    throw std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
-                             simdjson::error_message(err) + ")");
-  }
-  if (progress) progress(text.size() / 2, text.size());
-  Parser p(t, progress, text.size(), TimeScanner(text).scan());
-  try {
-    p.document(root);
-  } catch (const std::exception& e) {
-    // Valid JSON, wrong content: the event count is the position we know.
-    throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+  auto invalid = [&](simdjson::error_code err) {
+    return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
+                              simdjson::error_message(err) + ")");
+  };
+  TimeScanner scanner(text);
+  std::vector<ExactTime> exact = scanner.scan();
+  const EventsLayout& layout = scanner.layout;
+  Parser p(t, progress, text.size(), std::move(exact));
+
+  if (!layout.found || !layout.well_separated || layout.elements == 0) {
+    // No events array to stream (or one the scanner cannot split): the
+    // whole document in one DOM, which also finds what is wrong with it.
+    dom::parser parser;
+    dom::element root;
+    if (const auto err = parser.parse(json).get(root)) throw invalid(err);
+    try {
+      p.document(root);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+    }
+  } else {
+    // The events array is most of the file. Parsed as a stream of one small
+    // document per event (the commas between them blanked), the parser's
+    // buffers are sized by a batch, not by the file: memory stays near the
+    // text's own size. Then the top level, with the array blanked, for the
+    // metadata around it.
+    char* buf = json.data();
+    for (size_t c : layout.commas) buf[c] = ' ';
+    const size_t first = layout.begin + 1, len = layout.end - first;
+    const size_t batch = std::max<size_t>(size_t{1} << 20, layout.largest + 64);
+    dom::parser stream_parser;
+    simdjson::dom::document_stream docs;
+    auto restore = [&] {
+      for (size_t c : layout.commas) buf[c] = ',';
+    };
+    if (const auto err = stream_parser.parse_many(buf + first, len, batch).get(docs)) {
+      restore();
+      throw invalid(err);
+    }
+    size_t n = 0;
+    try {
+      for (auto doc : docs) {
+        dom::element el;
+        if (const auto err = doc.get(el)) {
+          restore();
+          throw invalid(err);
+        }
+        p.event_element(el);
+        if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
+      }
+    } catch (const Fail& e) {
+      throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+    }
+    if (p.parsed() != layout.elements) {
+      restore();
+      throw invalid(simdjson::TAPE_ERROR);
+    }
+    std::memset(buf + first, ' ', len);
+    dom::parser top_parser;
+    dom::element root;
+    if (const auto err = top_parser.parse(json).get(root)) throw std::runtime_error(path + ": byte 0: not valid JSON (" + std::string(simdjson::error_message(err)) + ")");
+    try {
+      p.top_level(root);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
   }
   std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
     return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.dur_ns > b.dur_ns;
@@ -652,11 +757,12 @@ Trace parse_padded(const simdjson::padded_string& json, const std::string& path,
 
 Trace parse_trace(const std::string& text, const std::string& path,
                   const std::function<void(size_t, size_t)>& progress) {
-  return parse_padded(simdjson::padded_string(text), path, progress);
+  simdjson::padded_string json(text);
+  return parse_padded(json, path, progress);
 }
 
 Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
-  const simdjson::padded_string json = read_file(path);
+  simdjson::padded_string json = read_file(path);
   if (progress) progress(0, json.size());
   Trace t = parse_padded(json, path, progress);
   if (progress) progress(json.size(), json.size());
