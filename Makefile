@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python compat clean
+.PHONY: all deps build demo test test-cpp test-python compat fuzz fuzz-short clean
 
 all: build
 
@@ -22,7 +22,7 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	./torchneck run $(DEMO)
 
-test: build test-cpp test-python compat
+test: build test-cpp test-python compat fuzz-short
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure
@@ -33,6 +33,15 @@ test-python:
 # Syntax check against torch 2.x and Python 3.13 headers (fetched from Debian trixie).
 compat:
 	scripts/check-compat.sh
+
+# libFuzzer on the Kineto trace ingest (fuzz/run.sh; clang, ASan, UBSan).
+# `make fuzz FUZZ_SECONDS=600` for a long run; `make test` runs 20 s.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(BUILD)/fuzz fuzz/run.sh
+
+fuzz-short: deps
+	FUZZ_SECONDS=20 FUZZ_BUILD=$(BUILD)/fuzz fuzz/run.sh
 
 clean:
 	rm -rf $(BUILD) python/torchneck/_torchneck*.so torchneck-out
