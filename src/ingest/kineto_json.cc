@@ -80,7 +80,10 @@ int64_t as_int(dom::element v) {
   if (v.is_string()) {
     const std::string_view s = v.get_string().value_unsafe();
     int64_t n = -1;
-    std::from_chars(s.data(), s.data() + s.size(), n);
+    const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');  // ROCm: "stream": "0x7f"
+    const char* b = s.data() + (hex ? 2 : 0);
+    const auto r = std::from_chars(b, s.data() + s.size(), n, hex ? 16 : 10);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return -1;  // not a number: unknown
     return n;
   }
   double d = 0;
@@ -462,7 +465,7 @@ class Parser {
       Flow f;
       f.id = flow_id;
       f.start = ph == "s";
-      f.cat = cat == "fwdbwd" ? FlowCat::kFwdBwd : (cat == "ac2g" || cat == "async") ? FlowCat::kAc2g : FlowCat::kOther;
+      f.cat = cat == "fwdbwd" ? FlowCat::kFwdBwd : (cat == "ac2g" || cat == "async" || cat == "async_gpu") ? FlowCat::kAc2g : FlowCat::kOther;
       f.ts_ns = e.ts_ns;
       f.pid = e.pid;
       f.tid = e.tid;
@@ -473,7 +476,7 @@ class Parser {
       for (auto [k, v] : arg_object)
         if (k == "name" && v.is_string()) meta_name = v.get_string().value_unsafe();
       if (name == "process_name") t_.process_names[e.pid] = std::string(meta_name);
-      else if (name == "thread_name") t_.thread_names[e.tid] = std::string(meta_name);
+      else if (name == "thread_name") t_.thread_names[{e.pid, e.tid}] = std::string(meta_name);
     }
   }
 
@@ -722,7 +725,7 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     try {
       p.document(root);
     } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+      throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
     }
   } else {
     // The events array is most of the file. Parsed as a stream of one small
@@ -733,7 +736,8 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     char* buf = json.data();
     for (size_t c : layout.commas) buf[c] = ' ';
     const size_t first = layout.begin + 1, len = layout.end - first;
-    const size_t batch = std::max<size_t>(size_t{1} << 20, layout.largest + 64);
+    // Batches of 1 MB (small inputs: their own size), at least the largest event.
+    const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 20, len + 64), layout.largest + 64);
     dom::parser stream_parser;
     simdjson::dom::document_stream docs;
     auto restore = [&] {
@@ -756,7 +760,7 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
         if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
       }
     } catch (const Fail& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(t.events.size() + t.flows.size()) + ": " + e.what());
+      throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
     }
     ingest_phase("events");
     if (p.parsed() != layout.elements) {
@@ -766,11 +770,14 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     std::memset(buf + first, ' ', len);
     dom::parser top_parser;
     dom::element root;
-    if (const auto err = top_parser.parse(json).get(root)) throw std::runtime_error(path + ": byte 0: not valid JSON (" + std::string(simdjson::error_message(err)) + ")");
+    if (const auto err = top_parser.parse(json).get(root)) throw invalid(err);
     try {
       p.top_level(root);
     } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": " + e.what());
+      // The metadata around the events (deviceProperties, distributedInfo):
+      // the position we know is where the events end.
+      throw std::runtime_error(path + ": byte " + std::to_string(layout.end + 1) + ": in the metadata after \"traceEvents\": " +
+                               e.what());
     }
   }
   ingest_phase("top level");

@@ -1,6 +1,8 @@
 // Reads torch.profiler (Kineto) Chrome-trace files into kineto::Trace:
-// `.json` and `.json.gz` (zlib), with simdjson's on-demand parser. Old
-// capitalised categories map to the current ones (kineto_trace.h).
+// `.json` and `.json.gz` (zlib), with simdjson's DOM parser (the events
+// array as a stream of small documents, parse_many) and one scan of the
+// text for the exact times. Old capitalised categories map to the current
+// ones (kineto_trace.h).
 //
 // Never trusts the file: truncated, corrupt, empty, non-JSON, wrong-schema,
 // deeply nested (beyond simdjson's depth limit) or out-of-range input is a

@@ -55,7 +55,7 @@ Run run_from_trace(const kineto::Trace& trace) {
     if (added) {
       ThreadInfo t;
       t.os_tid = static_cast<uint64_t>(e.tid);
-      auto n = trace.thread_names.find(e.tid);
+      auto n = trace.thread_names.find({e.pid, e.tid});
       t.name = n != trace.thread_names.end() ? n->second : "thread " + std::to_string(e.tid);
       run.threads.push_back(t);
       ops_per_thread.push_back(0);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torchneck::kineto {
@@ -105,7 +106,7 @@ struct Trace {
   int64_t rank = -1, world_size = -1;  // from "distributedInfo"
   std::string backend;
   std::map<int64_t, std::string> process_names;  // "process_name" metadata
-  std::map<int64_t, std::string> thread_names;   // "thread_name" metadata
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> "thread_name" metadata
   std::map<int64_t, MemoryUse> device_memory;    // by device id, CUDA/ROCm devices only
 
   const std::string& name_of(const Event& e) const { return names[e.name]; }
