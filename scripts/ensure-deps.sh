@@ -2,7 +2,7 @@
 # Installs what the build and tests need from Debian's packages, when run as
 # root; otherwise prints the exact apt-get line and fails.
 set -eu
-PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev clang libclang-rt-dev"
+PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libdeflate-dev clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

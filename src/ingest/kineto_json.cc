@@ -1,5 +1,6 @@
 #include "ingest/kineto_json.h"
 
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -640,6 +641,17 @@ simdjson::padded_string read_file(const std::string& path) {
   const auto* t = reinterpret_cast<const unsigned char*>(raw.data() + raw.size() - 4);
   size_t size = static_cast<size_t>(t[0]) | static_cast<size_t>(t[1]) << 8 | static_cast<size_t>(t[2]) << 16 |
                 static_cast<size_t>(t[3]) << 24;  // ISIZE: the size mod 2^32
+  {  // libdeflate: a single gzip member of the size the trailer says, ~2x zlib's speed
+    simdjson::padded_string out(size);
+    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+    size_t in_used = 0, produced = 0;
+    const libdeflate_result r =
+        d == nullptr ? LIBDEFLATE_BAD_DATA
+                     : libdeflate_gzip_decompress_ex(d, raw.data(), raw.size(), out.data(), size, &in_used, &produced);
+    if (d != nullptr) libdeflate_free_decompressor(d);
+    if (r == LIBDEFLATE_SUCCESS && in_used == raw.size() && produced == size) return out;
+    // Several members, a wrong ISIZE, or damage: zlib, which also says what is wrong.
+  }
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::runtime_error(path + ": cannot start gzip decompression");
   std::string grown;  // only when ISIZE was wrong (several members, over 4 GiB)
