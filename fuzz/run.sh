@@ -16,7 +16,7 @@ SECONDS_TO_RUN=${FUZZ_SECONDS:-30}
 OUT=${FUZZ_BUILD:-build/fuzz}
 CXX=${CLANGXX:-clang++}
 BIN=$OUT/ingest_fuzz
-SRCS="src/ingest/kineto_json.cc fuzz/ingest_fuzz.cc"
+SRCS="src/ingest/kineto_json.cc src/ingest/exact_times.cc src/ingest/trace_file.cc fuzz/ingest_fuzz.cc"
 DEPS="$SRCS src/ingest/kineto_json.h src/ingest/kineto_trace.h fuzz/run.sh"
 
 if ! command -v "$CXX" >/dev/null; then
@@ -33,7 +33,7 @@ if [ "$stale" = 1 ]; then
   # -O1 -g: readable stacks; UBSan findings abort instead of going on.
   "$CXX" -std=c++20 -O1 -g -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I include -I src $SRCS -lsimdjson -lz -o "$BIN.tmp"
+    -I include -I src $SRCS -lsimdjson -lz -ldeflate -o "$BIN.tmp"
   mv "$BIN.tmp" "$BIN"
 fi
 

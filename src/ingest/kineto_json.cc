@@ -1,5 +1,8 @@
 #include "ingest/kineto_json.h"
 
+#include "ingest/exact_times.h"
+#include "ingest/trace_file.h"
+
 #include <libdeflate.h>
 #include <zlib.h>
 
@@ -41,6 +44,9 @@ const char* cat_name(Cat c) {
 
 namespace {
 
+using detail::EventsLayout;
+using detail::ExactTime;
+using detail::TimeScanner;
 namespace dom = simdjson::dom;
 namespace od = simdjson::ondemand;
 
@@ -105,215 +111,6 @@ std::string_view as_string(dom::element v, const char* what) {
   return s;
 }
 
-
-// Exact times. The DOM gives numbers as doubles, which cannot hold an epoch
-// timestamp to the nanosecond (2^53 ns is 104 days). So after the DOM has
-// validated the document, one linear scan of the text reads each event's
-// "ts" and "dur" as written: for the i-th element of "traceEvents", its
-// values at the event's own level (not inside "args").
-struct ExactTime {
-  int64_t ts_ns = INT64_MIN;
-  int64_t dur_ns = INT64_MIN;
-};
-
-// "1712195495505582.988" (microseconds) -> 1712195495505582988; false when
-// the text is not a plain decimal (exponent, too long): the caller keeps
-// the double's value.
-bool decimal_us_to_ns(const char* p, const char* end, int64_t& out) {
-  // Only a valid JSON number is read (the caller blanks what it reads, and
-  // must not turn invalid JSON into valid): -?(0|[1-9][0-9]*)(.[0-9]+)?
-  bool neg = false;
-  if (p < end && *p == '-') {
-    neg = true;
-    ++p;
-  }
-  if (p >= end || *p < '0' || *p > '9') return false;
-  if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9') return false;  // leading zero
-  int64_t whole = 0;
-  for (; p < end && *p >= '0' && *p <= '9'; ++p) {
-    whole = whole * 10 + (*p - '0');
-    if (whole > INT64_MAX / 1000 - 1) return false;  // ns would not fit in 64 bits
-  }
-  int64_t frac = 0;
-  int scale = 100;
-  if (p < end && *p == '.') {
-    ++p;
-    if (p >= end || *p < '0' || *p > '9') return false;  // "1." is not JSON
-    for (; p < end && *p >= '0' && *p <= '9'; ++p) {
-      if (scale >= 1) frac += (*p - '0') * scale;
-      scale /= 10;
-    }
-  }
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-  if (p != end) return false;  // an exponent, or not a number at all
-  const int64_t ns = whole * 1000 + frac;
-  out = neg ? -ns : ns;
-  return true;
-}
-
-// Where the "traceEvents" array and its elements are in the text.
-struct EventsLayout {
-  bool found = false;
-  size_t begin = 0, end = 0;   // offsets of its '[' and ']'
-  std::vector<size_t> commas;  // the commas between its elements
-  size_t largest = 0;          // bytes of its largest element
-  size_t elements = 0;
-  bool well_separated = true;  // exactly one comma between elements
-};
-
-class TimeScanner {
- public:
-  // Reads `text`, and overwrites each "ts"/"dur" number it reads exactly
-  // with a 0 of the same width (the buffer is ours: a padded copy).
-  explicit TimeScanner(char* text, size_t size) : base_(text), p_(text), end_(text + size) {}
-
-  EventsLayout layout;
-
-  // Per element of the top-level "traceEvents" array, in order.
-  std::vector<ExactTime> scan() {
-    std::vector<ExactTime> out;
-    ws();
-    if (p_ >= end_ || *p_ != '{') return out;
-    ++p_;
-    while (true) {
-      ws();
-      if (p_ >= end_ || *p_ == '}') break;
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      const char* before = p_;
-      const std::string_view key = string();
-      ws();
-      if (p_ < end_ && *p_ == ':') ++p_;
-      ws();
-      if (key == "traceEvents" && p_ < end_ && *p_ == '[' && !layout.found) {
-        layout.found = true;
-        layout.begin = static_cast<size_t>(p_ - base_);
-        ++p_;
-        events(out);
-        layout.end = static_cast<size_t>(p_ - base_) - 1;
-      } else {
-        skip_value();
-      }
-      if (p_ == before) ++p_;
-    }
-    return out;
-  }
-
- private:
-  void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  }
-  // At a '"': returns the raw content (escapes left as they are; keys we
-  // look for have none) and moves past the closing quote.
-  std::string_view string() {
-    if (p_ >= end_ || *p_ != '"') return {};
-    const char* start = ++p_;
-    while (p_ < end_) {
-      const char* q = static_cast<const char*>(std::memchr(p_, '"', static_cast<size_t>(end_ - p_)));
-      if (q == nullptr) {
-        p_ = end_;
-        return {};
-      }
-      // The quote ends the string unless an odd number of backslashes precede it.
-      size_t slashes = 0;
-      for (const char* b = q - 1; b >= start && *b == '\\'; --b) ++slashes;
-      p_ = q + 1;
-      if (slashes % 2 == 0) return std::string_view(start, static_cast<size_t>(q - start));
-    }
-    return {};
-  }
-  void skip_value() {
-    ws();
-    if (p_ >= end_) return;
-    if (*p_ == '"') {
-      string();
-      return;
-    }
-    if (*p_ == '{' || *p_ == '[') {
-      int depth = 0;
-      while (p_ < end_) {
-        const char c = *p_;
-        if (c == '"') {
-          string();
-          continue;
-        }
-        ++p_;
-        if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) return;
-      }
-      return;
-    }
-    while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']') ++p_;  // a number, true, false, null
-  }
-  void events(std::vector<ExactTime>& out) {
-    bool expect_element = true;
-    while (true) {
-      ws();
-      if (p_ >= end_ || *p_ == ']') {
-        if (expect_element && layout.elements > 0) layout.well_separated = false;  // "...,]"
-        if (p_ < end_) ++p_;
-        return;
-      }
-      if (*p_ == ',') {
-        if (expect_element) layout.well_separated = false;  // "[," or ",,"
-        layout.commas.push_back(static_cast<size_t>(p_ - base_));
-        expect_element = true;
-        ++p_;
-        continue;
-      }
-      if (!expect_element) layout.well_separated = false;  // "}{": no comma
-      expect_element = false;
-      ++layout.elements;
-      const char* element_start = p_;
-      ExactTime t;
-      if (*p_ != '{') {
-        const char* before = p_;
-        skip_value();
-        if (p_ == before) ++p_;
-        layout.largest = std::max(layout.largest, static_cast<size_t>(p_ - element_start));
-        out.push_back(t);
-        continue;
-      }
-      ++p_;
-      while (true) {
-        ws();
-        if (p_ >= end_) return;
-        if (*p_ == '}') {
-          ++p_;
-          break;
-        }
-        if (*p_ == ',') {
-          ++p_;
-          continue;
-        }
-        const std::string_view key = string();
-        ws();
-        if (p_ < end_ && *p_ == ':') ++p_;
-        ws();
-        const char* start = p_;
-        skip_value();  // any value, whatever its type
-        int64_t ns = 0;
-        if ((key == "ts" || key == "dur") && decimal_us_to_ns(start, p_, ns)) {
-          (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
-          // Read here, exactly: the DOM need not convert it to a double, a
-          // slow path for 19-digit numbers (a fifth of the whole parse).
-          char* w = const_cast<char*>(start);
-          *w++ = '0';
-          while (w < p_) *w++ = ' ';
-        }
-        if (p_ == start && p_ < end_) ++p_;  // never stand still on a byte we cannot read
-      }
-      layout.largest = std::max(layout.largest, static_cast<size_t>(p_ - element_start));
-      out.push_back(t);
-    }
-  }
-
-  const char* base_;
-  const char* p_;
-  const char* end_;
-};
 
 class Parser {
  public:
@@ -616,87 +413,6 @@ size_t error_offset(const simdjson::padded_string& json) {
   return json.size();
 }
 
-[[noreturn]] void gzip_error(const std::string& path, size_t at, int code) {
-  throw std::runtime_error(path + ": byte " + std::to_string(at) + ": " +
-                           (code == Z_BUF_ERROR ? std::string("the gzip data ends early (truncated)")
-                                                : std::string("corrupt gzip data")));
-}
-
-// The whole file, gunzipped if it is gzip, straight into simdjson's padded
-// buffer: one allocation of the final size (the gzip trailer's ISIZE), no
-// copy, so the peak memory is the JSON text once plus the parser's.
-simdjson::padded_string read_file(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::string raw;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw std::runtime_error(path + ": read error");
-  const bool gzip = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f && static_cast<unsigned char>(raw[1]) == 0x8b;
-  if (!gzip) return simdjson::padded_string(raw);
-  if (raw.size() < 18) gzip_error(path, raw.size(), Z_BUF_ERROR);
-  const auto* t = reinterpret_cast<const unsigned char*>(raw.data() + raw.size() - 4);
-  size_t size = static_cast<size_t>(t[0]) | static_cast<size_t>(t[1]) << 8 | static_cast<size_t>(t[2]) << 16 |
-                static_cast<size_t>(t[3]) << 24;  // ISIZE: the size mod 2^32
-  {  // libdeflate: a single gzip member of the size the trailer says, ~2x zlib's speed
-    simdjson::padded_string out(size);
-    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-    size_t in_used = 0, produced = 0;
-    const libdeflate_result r =
-        d == nullptr ? LIBDEFLATE_BAD_DATA
-                     : libdeflate_gzip_decompress_ex(d, raw.data(), raw.size(), out.data(), size, &in_used, &produced);
-    if (d != nullptr) libdeflate_free_decompressor(d);
-    if (r == LIBDEFLATE_SUCCESS && in_used == raw.size() && produced == size) return out;
-    // Several members, a wrong ISIZE, or damage: zlib, which also says what is wrong.
-  }
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::runtime_error(path + ": cannot start gzip decompression");
-  std::string grown;  // only when ISIZE was wrong (several members, over 4 GiB)
-  simdjson::padded_string out(size);
-  z.next_in = reinterpret_cast<Bytef*>(raw.data());
-  z.avail_in = static_cast<uInt>(std::min<size_t>(raw.size(), UINT32_MAX));
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(std::min<size_t>(size, UINT32_MAX));
-  int rc = Z_OK;
-  while (true) {
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END) {
-      // Another gzip member may follow (concatenated files): keep going.
-      if (z.avail_in == 0) break;
-      if (inflateReset(&z) != Z_OK) break;
-      continue;
-    }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      inflateEnd(&z);
-      gzip_error(path, z.total_in, rc == Z_DATA_ERROR ? Z_DATA_ERROR : rc);
-    }
-    if (z.avail_out == 0) {  // ISIZE was too small: continue in a growing string
-      grown.append(out.data(), size - z.avail_out);
-      const size_t have = grown.size();
-      grown.resize(have + (1 << 20));
-      z.next_out = reinterpret_cast<Bytef*>(grown.data() + have);
-      z.avail_out = 1 << 20;
-      size = 0;
-      continue;
-    }
-    if (rc == Z_BUF_ERROR || z.avail_in == 0) {
-      inflateEnd(&z);
-      gzip_error(path, z.total_in, Z_BUF_ERROR);
-    }
-  }
-  const size_t produced = z.total_out;
-  inflateEnd(&z);
-  if (!grown.empty()) {
-    grown.resize(produced);
-    return simdjson::padded_string(grown);
-  }
-  if (produced == out.size()) return out;
-  return simdjson::padded_string(out.data(), produced);
-}
-
 }  // namespace
 
 namespace {
@@ -810,7 +526,7 @@ Trace parse_trace(const std::string& text, const std::string& path,
 
 Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
   ingest_phase("start");
-  simdjson::padded_string json = read_file(path);
+  simdjson::padded_string json = detail::read_trace_file(path);
   ingest_phase("read + gunzip");
   if (progress) progress(0, json.size());
   Trace t = parse_padded(json, path, progress);
