@@ -1,4 +1,5 @@
 #include "report/gpu_sections.h"
+#include "report/appendf.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -8,15 +9,6 @@ namespace {
 
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 double us(double ns) { return ns / 1e3; }
-
-void appendf(std::string& out, const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  out += buf;
-}
 
 }  // namespace
 

@@ -9,18 +9,10 @@
 
 #include "core/clock.h"
 #include "model/op_merge.h"
+#include "report/appendf.h"
 
 namespace torchneck {
 namespace {
-
-void appendf(std::string& out, const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  out += buf;
-}
 
 std::string short_path(const std::string& file, const std::string& cwd) {
   if (!cwd.empty() && file.size() > cwd.size() + 1 && file.compare(0, cwd.size(), cwd) == 0 &&
