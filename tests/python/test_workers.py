@@ -1,7 +1,8 @@
 """DataLoader worker processes (issue 6): each worker is profiled in its own
 process under fork and spawn, and its numbers match what the worker measured
 about itself (tests/python/scripts/workers_slow_transform.py writes the time
-it took to produce each batch, from perf_counter, per pid)."""
+from the start of each batch's first item to the end of its collate, from
+perf_counter, per pid)."""
 
 import collections
 import os
@@ -50,9 +51,12 @@ def test_each_worker_is_profiled_and_matches_its_self_measurement(method, persis
     assert sorted(p["pid"] for p in workers) == sorted(batches)
     for p in workers:
         pid = p["pid"]
-        # batches produced: exactly; time producing them: within 10 %
+        # batches produced: exactly; time producing them: the tool's span
+        # (the whole fetch) encloses the worker's own (first item to end of
+        # collate), and adds at most 10 % (the fetch's own few lines and one
+        # write of the truth line per batch)
         assert p["batches"] == batches[pid], p
-        assert p["busy_s"] == pytest.approx(seconds[pid], rel=0.10), (p, seconds[pid])
+        assert seconds[pid] * (1 - 1e-6) <= p["busy_s"] <= seconds[pid] * 1.10, (p, seconds[pid])
         assert p["mean_batch_ms"] == pytest.approx(1e3 * seconds[pid] / batches[pid], rel=0.10)
         assert 0 < p["busy_pct"] <= 100
         # the planted transform is what the worker spent its busy time on
