@@ -96,6 +96,26 @@ struct SampledStack {
   int64_t weight_ns = 0;
 };
 
+// One sample of one thread's Python stack (sample mode), in time order: the
+// sampler's timeline, kept in a bounded window (the aggregates in
+// Run::python and Run::stacks always cover the whole run).
+struct PySample {
+  int64_t t_ns = 0;           // monotonic clock, as OpEvent
+  uint32_t thread_index = 0;  // index into Run::threads
+  uint32_t stack = kNoStack;  // index into Run::stacks; kNoStack when the stack was not kept
+  static constexpr uint32_t kNoStack = 0xffffffffu;
+};
+
+// One completed Python call (trace mode), in a bounded window: the tracer's
+// timeline, for trace.json.
+struct PyFrameEvent {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t function = 0;      // index into Run::python
+  uint32_t thread_index = 0;  // index into Run::threads
+  uint32_t depth = 0;         // nesting depth on its thread
+};
+
 struct ShapeCount {
   std::string shapes;  // "[[32, 3, 32, 32], [16, 3, 3, 3]] float,float"
   uint64_t count = 0;
@@ -143,6 +163,10 @@ struct Run {
   std::vector<PyFunctionStats> python;
   std::vector<SampledStack> stacks;
   uint64_t python_samples = 0;
+  std::vector<PySample> samples;        // sample mode: the sampler's timeline window
+  uint64_t dropped_samples = 0;         // thread samples not kept in it
+  std::vector<PyFrameEvent> py_frames;  // trace mode: the tracer's timeline window, by start time
+  uint64_t dropped_py_frames = 0;       // calls not kept in it
   std::vector<OpStats> ops;
   std::vector<OpEvent> timeline;  // bounded window of op events
   std::vector<std::string> strings;  // OpEvent::name_id → name

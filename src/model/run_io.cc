@@ -13,7 +13,7 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 2;  // 2: processes, worker_python, worker_ops
+constexpr uint32_t kVersion = 3;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames
 
 class Writer {
  public:
@@ -313,6 +313,22 @@ std::string encode_run(const Run& run) {
   put_processes(w, run.processes);
   put_functions(w, run.worker_python);
   put_ops(w, run.worker_ops);
+  w.num<uint64_t>(run.samples.size());
+  for (const auto& x : run.samples) {
+    w.num(x.t_ns);
+    w.num(x.thread_index);
+    w.num(x.stack);
+  }
+  w.num(run.dropped_samples);
+  w.num<uint64_t>(run.py_frames.size());
+  for (const auto& f : run.py_frames) {
+    w.num(f.start_ns);
+    w.num(f.end_ns);
+    w.num(f.function);
+    w.num(f.thread_index);
+    w.num(f.depth);
+  }
+  w.num(run.dropped_py_frames);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -415,6 +431,23 @@ Run decode_run(const std::string& bytes) {
   run.processes = get_processes(r);
   run.worker_python = get_functions(r);
   run.worker_ops = get_ops(r, SIZE_MAX);
+  run.samples.resize(r.count(16));
+  for (auto& x : run.samples) {
+    x.t_ns = r.num<int64_t>();
+    x.thread_index = r.index(run.threads.size(), "sample thread");
+    x.stack = r.num<uint32_t>();
+    if (x.stack != PySample::kNoStack && x.stack >= run.stacks.size()) r.fail("a sample's stack is out of range");
+  }
+  run.dropped_samples = r.num<uint64_t>();
+  run.py_frames.resize(r.count(28));
+  for (auto& f : run.py_frames) {
+    f.start_ns = r.num<int64_t>();
+    f.end_ns = r.num<int64_t>();
+    f.function = r.index(run.python.size(), "python frame function");
+    f.thread_index = r.index(run.threads.size(), "python frame thread");
+    f.depth = r.num<uint32_t>();
+  }
+  run.dropped_py_frames = r.num<uint64_t>();
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

@@ -82,6 +82,10 @@ Run full_run() {
   r.module_events = {me};
   r.dropped_module_events = 3;
   r.notes = {"a note"};
+  r.samples = {{40, 1, 0}, {45, 0, PySample::kNoStack}};
+  r.dropped_samples = 6;
+  r.py_frames = {{10, 30, 1, 0, 2}};
+  r.dropped_py_frames = 8;
   return r;
 }
 
@@ -99,6 +103,12 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.python.at(1).callers.at(0).calls, 4u);
   EXPECT_EQ(after.timeline.at(1).kind, OpKind::kBackward);
   EXPECT_EQ(after.module_events.at(0).is_exit, 1);
+  EXPECT_EQ(after.samples.at(1).stack, PySample::kNoStack);
+  EXPECT_EQ(after.samples.at(0).t_ns, 40);
+  EXPECT_EQ(after.dropped_samples, 6u);
+  EXPECT_EQ(after.py_frames.at(0).end_ns, 30);
+  EXPECT_EQ(after.py_frames.at(0).depth, 2u);
+  EXPECT_EQ(after.dropped_py_frames, 8u);
   SummaryOptions o;
   EXPECT_EQ(profile_json(after, analyze(after, o)), profile_json(before, analyze(before, o)));
 }
