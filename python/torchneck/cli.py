@@ -22,8 +22,9 @@ options:
   --sample-hz=N        sampling rate for --python=sample (default 200)
   -o DIR, --output=DIR output folder (default: a new folder under ./torchneck-out/)
   --no-ops             do not observe torch operators
-  --timeline-events=N  operator events kept per thread for the timeline
-                       (default 524288; aggregates always cover the whole run)
+  --timeline-events=N  operator events kept per thread for the timeline, and
+                       Python samples kept in all (default 524288;
+                       aggregates always cover the whole run)
   --timeline-steps=N   keep timelines only for the first N training steps
                        (optimizer or ProfilerStep boundaries; default 0: no
                        limit in steps, only --timeline-events)

@@ -82,6 +82,7 @@ class Session {
     } else if (o_.python_mode == "sample") {
       SamplerOptions so;
       so.hz = o_.sample_hz;
+      so.timeline_samples = o_.timeline_events_per_thread;  // --timeline-events bounds samples too
       if (!start_sampler(so, &error)) throw std::runtime_error(error);
     }
     started_ = true;

@@ -103,6 +103,7 @@ struct PySample {
   int64_t t_ns = 0;           // monotonic clock, as OpEvent
   uint32_t thread_index = 0;  // index into Run::threads
   uint32_t stack = kNoStack;  // index into Run::stacks; kNoStack when the stack was not kept
+  int64_t weight_ns = 0;      // time this sample stands for (as SampledStack::weight_ns)
   static constexpr uint32_t kNoStack = 0xffffffffu;
 };
 

@@ -13,7 +13,7 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 3;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames
+constexpr uint32_t kVersion = 4;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights
 
 class Writer {
  public:
@@ -318,6 +318,7 @@ std::string encode_run(const Run& run) {
     w.num(x.t_ns);
     w.num(x.thread_index);
     w.num(x.stack);
+    w.num(x.weight_ns);
   }
   w.num(run.dropped_samples);
   w.num<uint64_t>(run.py_frames.size());
@@ -431,12 +432,13 @@ Run decode_run(const std::string& bytes) {
   run.processes = get_processes(r);
   run.worker_python = get_functions(r);
   run.worker_ops = get_ops(r, SIZE_MAX);
-  run.samples.resize(r.count(16));
+  run.samples.resize(r.count(24));
   for (auto& x : run.samples) {
     x.t_ns = r.num<int64_t>();
     x.thread_index = r.index(run.threads.size(), "sample thread");
     x.stack = r.num<uint32_t>();
     if (x.stack != PySample::kNoStack && x.stack >= run.stacks.size()) r.fail("a sample's stack is out of range");
+    x.weight_ns = r.num<int64_t>();
   }
   run.dropped_samples = r.num<uint64_t>();
   run.py_frames.resize(r.count(28));

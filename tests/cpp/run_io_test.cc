@@ -82,7 +82,7 @@ Run full_run() {
   r.module_events = {me};
   r.dropped_module_events = 3;
   r.notes = {"a note"};
-  r.samples = {{40, 1, 0}, {45, 0, PySample::kNoStack}};
+  r.samples = {{40, 1, 0, 5}, {45, 0, PySample::kNoStack, 7}};
   r.dropped_samples = 6;
   r.py_frames = {{10, 30, 1, 0, 2}};
   r.dropped_py_frames = 8;
@@ -105,6 +105,8 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.module_events.at(0).is_exit, 1);
   EXPECT_EQ(after.samples.at(1).stack, PySample::kNoStack);
   EXPECT_EQ(after.samples.at(0).t_ns, 40);
+  EXPECT_EQ(after.samples.at(0).weight_ns, 5);
+  EXPECT_EQ(after.samples.at(1).weight_ns, 7);
   EXPECT_EQ(after.dropped_samples, 6u);
   EXPECT_EQ(after.py_frames.at(0).end_ns, 30);
   EXPECT_EQ(after.py_frames.at(0).depth, 2u);

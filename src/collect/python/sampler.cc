@@ -33,7 +33,9 @@
 
 #include "collect/python/py_names.h"
 #include "core/clock.h"
+#include "core/event_buffer.h"
 #include "core/threads.h"
+#include "core/timeline_window.h"
 
 #if PY_VERSION_HEX < 0x030B0000
 #error "the sampler needs CPython 3.11 or later (PyThreadState::native_thread_id)"
@@ -77,6 +79,7 @@ struct StackKeyHash {
 };
 
 struct StackValue {
+  uint32_t id = 0;  // insertion order: what timeline samples refer to
   uint64_t samples = 0;
   int64_t weight_ns = 0;
 };
@@ -92,6 +95,10 @@ struct SamplerState {
   uint64_t dropped_stack_samples = 0;
   uint64_t truncated_stack_samples = 0;
   StackKey scratch;           // reused: a lookup allocates only for a new stack
+  // The timeline window: one record per thread sample, PySample::stack being
+  // a StackValue::id until fill_sampler maps it. Chunked, so a sample
+  // allocates only once per chunk; bounded by SamplerOptions::timeline_samples.
+  EventBuffer<PySample> timeline{size_t{1} << 19};
 };
 
 struct Control {
@@ -132,8 +139,22 @@ uint32_t thread_index_of(SamplerState& s, uint64_t tid) {
   return index;
 }
 
+// Keeps one thread sample in the timeline window, or counts it as dropped.
+void record_sample(SamplerState& s, int64_t t_ns, uint32_t thread_index, uint32_t stack, int64_t weight_ns) {
+  if (!timeline_window().open()) {
+    s.timeline.drop();
+    return;
+  }
+  PySample x;
+  x.t_ns = t_ns;
+  x.thread_index = thread_index;
+  x.stack = stack;
+  x.weight_ns = weight_ns;
+  s.timeline.append(x);  // counts a drop when full
+}
+
 // Records one thread's stack, read innermost → outermost. GIL held.
-void sample_thread(SamplerState& s, PyThreadState* ts, int64_t weight_ns) {
+void sample_thread(SamplerState& s, PyThreadState* ts, int64_t t_ns, int64_t weight_ns) {
   PyFrameObject* frame = PyThreadState_GetFrame(ts);  // new reference or NULL
   if (frame == nullptr) return;                       // not running Python code
   const uint64_t stamp = ++s.stamp;
@@ -171,17 +192,21 @@ void sample_thread(SamplerState& s, PyThreadState* ts, int64_t weight_ns) {
   if (it == s.stacks.end()) {
     if (s.stacks.size() >= kMaxStacks || s.stored_frames + frames.size() > kMaxStoredFrames) {
       ++s.dropped_stack_samples;
+      record_sample(s, t_ns, s.scratch.thread_index, PySample::kNoStack, weight_ns);
       return;
     }
-    it = s.stacks.emplace(s.scratch, StackValue{}).first;
+    StackValue v;
+    v.id = static_cast<uint32_t>(s.stacks.size());
+    it = s.stacks.emplace(s.scratch, v).first;
     s.stored_frames += frames.size();
   }
   ++it->second.samples;
   it->second.weight_ns += weight_ns;
+  record_sample(s, t_ns, s.scratch.thread_index, it->second.id, weight_ns);
 }
 
 // One sampling pass over every thread of the interpreter. GIL held.
-void sample_all(PyInterpreterState* interp, PyThreadState* self, int64_t weight_ns) {
+void sample_all(PyInterpreterState* interp, PyThreadState* self, int64_t t_ns, int64_t weight_ns) {
   // On 3.11 a GC-tracked allocation (PyThreadState_GetFrame materialises
   // frame objects) may run a collection right here, and finalizers may run
   // Python code that releases the GIL while we walk other threads' frames.
@@ -192,7 +217,7 @@ void sample_all(PyInterpreterState* interp, PyThreadState* self, int64_t weight_
   ++s.ticks;
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(interp); ts != nullptr;
        ts = PyThreadState_Next(ts)) {
-    if (ts != self) sample_thread(s, ts, weight_ns);
+    if (ts != self) sample_thread(s, ts, t_ns, weight_ns);
   }
   if (PyErr_Occurred()) PyErr_Clear();  // e.g. MemoryError materialising a frame
   if (gc_was_enabled) PyGC_Enable();
@@ -248,7 +273,7 @@ void sampler_main(PyInterpreterState* interp, int64_t period_ns, int64_t started
     // Weight by the time actually elapsed: waiting for the GIL (up to the
     // switch interval behind a busy thread) then biases nothing.
     const int64_t now = now_ns();
-    sample_all(interp, self, now - last_ns);
+    sample_all(interp, self, now, now - last_ns);
     last_ns = now;
     PyGILState_Release(gil);
     // Behind schedule (GIL wait): sample again as soon as possible, but never
@@ -339,6 +364,8 @@ bool start_sampler(const SamplerOptions& options, std::string* error) {
     return false;
   }
   if (!register_atexit(error)) return false;
+  // The sampler thread is not running: no one else touches the state.
+  g_state->timeline = EventBuffer<PySample>(options.timeline_samples);
   c.owner_pid = getpid();
   c.stop.store(false, std::memory_order_release);
   const auto period_ns = static_cast<int64_t>(std::llround(1e9 / options.hz));
@@ -394,7 +421,8 @@ void fill_sampler(Run& run) {
   }
 
   const size_t first_stack = run.stacks.size();
-  run.stacks.reserve(first_stack + s.stacks.size());
+  std::vector<std::pair<SampledStack, uint32_t>> sorted;  // with StackValue::id
+  sorted.reserve(s.stacks.size());
   for (const auto& [key, value] : s.stacks) {
     SampledStack st;
     st.thread_index = key.thread_index;
@@ -402,15 +430,30 @@ void fill_sampler(Run& run) {
     for (uint32_t f : key.frames) st.frames.push_back(f + offset);
     st.samples = value.samples;
     st.weight_ns = value.weight_ns;
-    run.stacks.push_back(std::move(st));
+    sorted.emplace_back(std::move(st), value.id);
   }
   // Heaviest first, so reports and tests see a stable order.
-  std::sort(run.stacks.begin() + static_cast<std::ptrdiff_t>(first_stack), run.stacks.end(),
-            [](const SampledStack& a, const SampledStack& b) {
-              if (a.weight_ns != b.weight_ns) return a.weight_ns > b.weight_ns;
-              if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
-              return a.frames < b.frames;
-            });
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+    const SampledStack& a = x.first;
+    const SampledStack& b = y.first;
+    if (a.weight_ns != b.weight_ns) return a.weight_ns > b.weight_ns;
+    if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
+    return a.frames < b.frames;
+  });
+  // The timeline refers to stacks by id: remap to their sorted positions.
+  std::vector<uint32_t> position_of_id(sorted.size(), PySample::kNoStack);
+  run.stacks.reserve(first_stack + sorted.size());
+  for (auto& [st, id] : sorted) {
+    position_of_id[id] = static_cast<uint32_t>(run.stacks.size());
+    run.stacks.push_back(std::move(st));
+  }
+  run.samples.reserve(run.samples.size() + s.timeline.size());
+  s.timeline.for_each([&](const PySample& x) {
+    PySample y = x;
+    if (y.stack != PySample::kNoStack) y.stack = y.stack < position_of_id.size() ? position_of_id[y.stack] : PySample::kNoStack;
+    run.samples.push_back(y);
+  });
+  run.dropped_samples += s.timeline.dropped();
   run.python_samples += s.ticks;
 
   if (s.dropped_stack_samples > 0) {
