@@ -255,6 +255,10 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     if (run.run.python_mode == "trace")
       appendf(out, "  %s/python.pstats  python3 -m pstats %s/python.pstats  (or snakeviz)\n",
               o.output_dir.c_str(), o.output_dir.c_str());
+    appendf(out, "  %s/stacks.folded  flame graph: flamegraph.pl %s/stacks.folded > flame.svg\n", o.output_dir.c_str(),
+            o.output_dir.c_str());
+    appendf(out, "  %s/profile.speedscope.json  speedscope %s/profile.speedscope.json (or drag into https://www.speedscope.app)\n",
+            o.output_dir.c_str(), o.output_dir.c_str());
     appendf(out, "  %s/report.txt     this report\n", o.output_dir.c_str());
   }
   return out;
