@@ -244,6 +244,8 @@ std::string profile_json(const Run& run, const Analysis& analysis) {
   w.end_array();
   write_python(w, run);
   w.field("python_samples", run.python_samples);
+  w.field("timeline_samples", static_cast<uint64_t>(run.samples.size()));
+  w.field("dropped_samples", run.dropped_samples);
   write_ops(w, run);
   w.key("totals").begin_object();
   w.field("op_self_ms", ns_to_ms(summary.op_self_ns));
