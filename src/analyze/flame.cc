@@ -240,7 +240,7 @@ struct Builder {
       }
       case FlameKind::kModule: {
         const auto& m = run.modules[n.ref];
-        return m.name.empty() ? m.type : m.name + " (" + m.type + ")";
+        return m.name.empty() || m.name == m.type ? m.type : m.name + " (" + m.type + ")";
       }
       default: return run.strings[n.ref];
     }
