@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/files.h"
+#include "report/html_report.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
 #include "report/terminal_report.h"
@@ -25,6 +26,7 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
       if (run.run.python_mode == "trace")
         write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
       write_file_atomically(options.dir + "/report.txt", text);
+      write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis));
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();
