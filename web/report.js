@@ -306,7 +306,7 @@
           cx += cw;
         });
       })(zoom, 0, base);
-      body.style.height = (Math.max(rows, maxDepth) + 1) * ROW + 'px';
+      body.style.height = (rows + 1) * ROW + 'px';
       var msg = zoom === FLAME ? '' : 'zoomed on ' + truncate(zoom.name, 60) + ' (' + fmt(100 * num(zoom.value) / num(FLAME.value), 1) + ' % of all). ';
       if (query) {
         var hit = 0, counted = [];
@@ -411,14 +411,16 @@
       { key: 'params', label: 'parameters', num: true, fmt: function (v) { return String(v); } }
     ], P.layers || [], 'backward_ms', lim.layers_rows > (P.layers || []).length ? 'The first ' + (P.layers || []).length + ' of ' + lim.layers_rows + ' modules.' : null);
     var every = lim.per_step_every || 1;
-    var steps = ((P.steps || {}).per_step || []).map(function (s, i) {
-      var r = { step: i * every + 1, start_s: s.start_s, ms: s.ms, steady: s.steady ? 'yes' : 'warm-up/outlier' };
+    var per = (P.steps || {}).per_step || [];
+    var t0 = per.length ? num(per[0].start_s) : 0;
+    var steps = per.map(function (s, i) {
+      var r = { step: i * every + 1, start_s: num(s.start_s) - t0, ms: s.ms, steady: s.steady ? 'yes' : 'warm-up/outlier' };
       PHASES.forEach(function (p) { r[p] = s.breakdown_ms ? num(s.breakdown_ms[p]) : 0; });
       return r;
     });
     table('table-steps', [
       { key: 'step', label: 'step', num: true, fmt: function (v) { return String(v); } },
-      { key: 'start_s', label: 'start s', num: true, fmt: function (v) { return fmt(v, 3); } },
+      { key: 'start_s', label: 'start s (from step 1)', num: true, fmt: function (v) { return fmt(v, 3); } },
       { key: 'ms', label: 'ms', num: true },
       { key: 'steady', label: 'steady' }
     ].concat(PHASES.map(function (p) { return { key: p, label: p + ' ms', num: true }; })), steps, 'step',
