@@ -135,6 +135,12 @@
       return t;
     });
     var max = Math.max.apply(null, totals.concat([opts.median || 0, 1e-9]));
+    // A warm-up step many times the median would flatten every other bar:
+    // scale to the steady steps and clip the rest, marked at the top.
+    if (opts.dim) {
+      var steadyMax = Math.max.apply(null, rows.map(function (r, i) { return opts.dim(r) ? 0 : totals[i]; }).concat([opts.median || 0, 1e-9]));
+      if (max > steadyMax * 1.5) max = steadyMax * 1.25;
+    }
     var s = svgEl('svg', { width: W, height: H, role: 'img' });
     var y = function (v) { return top + plotH - (v / max) * plotH; };
     [0, 0.5, 1].forEach(function (f) {
@@ -143,19 +149,25 @@
       s.appendChild(svgEl('text', { x: left - 4, y: y(v) + 4, 'text-anchor': 'end' }, fmt(v, v >= 100 ? 0 : 1)));
     });
     s.appendChild(svgEl('text', { x: 4, y: top - 2 }, opts.unit));
-    var bw = plotW / Math.max(rows.length, 1);
+    var bw = plotW / Math.max(rows.length, 1), clipped = false;
     rows.forEach(function (r, i) {
       var x = left + i * bw, acc = 0;
       var g = svgEl('g', { 'class': 'bar', opacity: opts.dim && opts.dim(r) ? 0.35 : 1 });
       var tip = [opts.label(r, i) + ': ' + fmt(totals[i]) + ' ' + opts.unit];
       opts.keys.forEach(function (k) {
         var v = Math.max(0, num(opts.value(r, k)));
+        tip.push(k + ' ' + fmt(v) + ' ' + opts.unit);
+        v = Math.min(v, max - acc);
         if (v <= 0) return;
         var h = (v / max) * plotH;
         g.appendChild(svgEl('rect', { x: x + (bw > 3 ? 0.5 : 0), y: y(acc + v), width: Math.max(bw - (bw > 3 ? 1 : 0), 0.5), height: Math.max(h, 0.5), fill: opts.colors[k] }));
         acc += v;
-        tip.push(k + ' ' + fmt(v) + ' ' + opts.unit);
       });
+      if (totals[i] > max) {
+        clipped = true;
+        tip.push('clipped at the top of the chart');
+        g.appendChild(svgEl('rect', { x: x, y: top - 4, width: Math.max(bw - 1, 1), height: 3, fill: '#1d2329', 'class': 'clipped' }));
+      }
       if (opts.dim && opts.dim(r)) {
         tip.push('warm-up or outlier: not in the median');
         g.appendChild(svgEl('rect', { x: x, y: top + plotH + 3, width: Math.max(bw - 1, 1), height: 4, fill: '#7f8c8d' }));
@@ -173,7 +185,8 @@
     }
     container.appendChild(s);
     legend(container, opts.keys.map(function (k) { return { label: k, color: opts.colors[k] }; }).concat(
-      opts.dim ? [{ label: 'warm-up / outlier (faded, grey mark)', color: '#7f8c8d' }] : []));
+      opts.dim ? [{ label: 'warm-up / outlier (faded, grey mark)', color: '#7f8c8d' }] : []).concat(
+      clipped ? [{ label: 'clipped (dark mark on top)', color: '#1d2329' }] : []));
   }
 
   function renderSteps() {
@@ -186,7 +199,7 @@
     if (st.median_ms) line.push('median ' + fmtMs(st.median_ms));
     if (st.breakdown_pct) line.push(PHASES.map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
     if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up/outlier steps excluded from the median');
-    if (every > 1) line.push('every ' + every + 'th step drawn');
+    if (every > 1) line.push('one step in ' + every + ' drawn');
     if (st.timeline_truncated) line.push('later steps beyond the timeline window');
     byId('steps-line').textContent = line.join(' \u00b7 ');
     if (!per.length) { empty(box, 'No steps in the timeline.'); return; }
@@ -424,7 +437,7 @@
       { key: 'ms', label: 'ms', num: true },
       { key: 'steady', label: 'steady' }
     ].concat(PHASES.map(function (p) { return { key: p, label: p + ' ms', num: true }; })), steps, 'step',
-      every > 1 ? 'Every ' + every + 'th step (profile.json has all).' : null);
+      every > 1 ? 'One step in ' + every + ' (profile.json has all in the timeline window).' : null);
     var workers = (P.processes || []).filter(function (p) { return p.role !== 'main'; });
     if (workers.length) {
       var box = byId('workers');

@@ -217,3 +217,25 @@ def test_hostile_names_are_text_and_never_run(tmp_path):
     assert HOSTILE_FUNCTION in python_text and str(path) in python_text
     assert str(path) in obs["bodyText"]  # the script path in the header
     assert any(HOSTILE_FUNCTION in m for m in obs["flame"]["matches"]), obs["flame"]
+
+
+def embedded_data(report):
+    """The JSON the page draws from, read back out of its data block."""
+    with open(report, encoding="utf-8") as f:
+        html = f.read()
+    open_tag = '<script type="application/json" id="torchneck-data">'
+    start = html.index(open_tag) + len(open_tag)
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+def test_report_command_rebuilds_report_html(heavy, tmp_path):
+    # `./torchneck report DIR` (a report rebuilt from the spill) writes the page too.
+    _, out, profile, _ = heavy
+    folder = tmp_path / "copy"
+    shutil.copytree(out, folder)
+    os.remove(folder / "report.html")
+    r = subprocess.run([TOOL, "report", str(folder)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    data = embedded_data(folder / "report.html")
+    assert data["profile"]["verdict"] == load_profile(str(folder))["verdict"]
+    assert data["flame"]["value"] > 0 and data["flame"]["children"]
