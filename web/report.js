@@ -466,6 +466,7 @@
     if (!g) return;
     byId('s-gpu').hidden = false;
     var line = [g.device || '(no device properties)'];
+    if (P.ranks && P.ranks.length > 1) line.unshift('rank ' + g.rank + ' of the ' + P.ranks.length + ' traces (profile.json\u2019s ranks[] has each)');
     if (typeof g.utilization === 'number') line.push('utilisation ' + fmt(100 * g.utilization, 1) + ' %');
     if (typeof g.sm_efficiency === 'number') line.push('est. SM efficiency ' + fmt(100 * g.sm_efficiency, 1) + ' %');
     if (typeof g.achieved_occupancy === 'number') line.push('est. achieved occupancy ' + fmt(g.achieved_occupancy, 1) + ' %');

@@ -56,7 +56,7 @@ std::string html_report(const std::string& profile_json, const std::string& flam
   // The inline script and style are our own files; were either to hold the
   // sequence that ends its element, the page would break.
   if (js.find("</") != std::string_view::npos || css.find("</") != std::string_view::npos)
-    throw std::logic_error("web/report.js or web/report.css contains '</'");
+    throw std::runtime_error("report.html: web/report.js or web/report.css contains '</'");
   std::string data = "{\"profile\":";
   data += profile_json.empty() ? "null" : html_safe_json(profile_json);
   data += ",\"flame\":";
@@ -82,7 +82,7 @@ std::string html_report(const std::string& profile_json, const std::string& flam
     else if (name == "STYLE") out.append(css);
     else if (name == "SCRIPT") out.append(js);
     else if (name == "DATA") out += data;
-    else throw std::logic_error("web/report.html: unknown placeholder");
+    else throw std::runtime_error("report.html: unknown placeholder in web/report.html");
     pos = close + 2;
   }
   out.append(tpl.substr(pos));

@@ -140,7 +140,12 @@ def test_analyze_report_has_the_gpu_section(tmp_path):
     for cid in ("chart-gpu-util", "chart-gpu-idle", "chart-gpu-steps", "chart-steps"):
         assert charts[cid]["empty"] is None and charts[cid]["drawn"] > 0, charts[cid]
     g = profile["gpu"]
-    assert len(g["devices"][0]["util_timeline"]) >= 2
+    tl = g["devices"][0]["util_timeline"]
+    assert 2 <= len(tl) <= 2000
+    assert all(a[0] <= b[0] for a, b in zip(tl, tl[1:])) and all(0 <= u <= 1 for _, u in tl)
+    # Busy time over the timeline matches the GPU's busy share within a bucket's rounding:
+    # the timeline spans the whole trace, the utilisation only the steps, so only a loose check.
+    assert any(u > 0 for _, u in tl)
     # Every kernel row, with its name as text.
     kernels = obs["tableText"]["table-kernels"]
     for k in g["top_kernels"]:
