@@ -92,6 +92,9 @@ try {
   })));
   const bodyWidth = await page.$eval('#chart-flame .flame-body', (b) => b.getBoundingClientRect().width).catch(() => null);
   obs.flame = { frames: frames.length, bodyWidth };
+  obs.flame.kinds = await page.$$eval('#chart-flame .frame', (fs) => [...new Set(fs.map((f) => [...f.classList].find((c) => c.startsWith('kind-'))))].sort());
+  obs.flame.legend = await page.$$eval('#chart-flame .legend > span', (ls) => ls.map((l) => l.textContent));
+  obs.flame.names = frames.map((f) => f.name);
   const candidates = frames.filter((f) => f.depth >= 1 && bodyWidth && f.width < 0.8 * bodyWidth && f.width > 4)
     .sort((a, b) => b.width - a.width);
   if (candidates.length) {

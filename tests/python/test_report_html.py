@@ -244,3 +244,56 @@ def test_report_command_rebuilds_report_html(heavy, tmp_path):
     data = embedded_data(folder / "report.html")
     assert data["profile"]["verdict"] == load_profile(str(folder))["verdict"]
     assert data["flame"]["value"] > 0 and data["flame"]["children"]
+
+
+def with_data(report, profile, flame, path):
+    """A copy of REPORT drawing other data: the CSP names the script, not the
+    data block, so the page's own script still runs on it."""
+    with open(report, encoding="utf-8") as f:
+        html = f.read()
+    open_tag = '<script type="application/json" id="torchneck-data">'
+    start = html.index(open_tag) + len(open_tag)
+    end = html.index("</script>", start)
+    data = json.dumps({"profile": profile, "flame": flame})
+    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        data = data.replace(a, b)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html[:start] + data + html[end:])
+    return str(path)
+
+
+def test_flame_graph_draws_every_kind_of_frame(heavy, tmp_path):
+    # The flame tree may hold operators, backward nodes and scopes below the
+    # Python frames, and threads above them: each is drawn, coloured by kind.
+    _, out, profile, _ = heavy
+    def node(name, kind, value, children=(), **kw):
+        return {"name": name, "kind": kind, "value": value, "self": value - sum(c["value"] for c in children),
+                "children": list(children), **kw}
+    tree = node("all", "root", 1000, [
+        node("MainThread", "thread", 900, [
+            node("train_step", "python", 900, [
+                node("Optimizer.step#SGD.step", "scope", 100),
+                node("aten::mm", "operator", 500, [node("aten::addmm <b>", "operator", 200)]),
+                node("MmBackward0", "backward", 250),
+            ], file="train.py", line=7)]),
+        node("pt_autograd_0", "thread", 100)], omitted_nodes=0)
+    page = with_data(os.path.join(out, "report.html"), profile, tree, tmp_path / "kinds.html")
+    obs = open_in_browser(page, str(tmp_path / "shots"), search="aten::")
+    assert_clean_page(obs)
+    fl = obs["flame"]
+    assert fl["frames"] == 8
+    assert fl["kinds"] == sorted("kind-" + k for k in ("root", "thread", "python", "operator", "backward", "scope"))
+    assert set(fl["legend"]) == {"root", "thread", "python", "operator", "backward", "scope"}
+    assert sorted(m.split("  ")[0] for m in fl["matches"]) == ["aten::addmm <b>", "aten::mm"]
+    assert "1 outermost matches, 50.0 %" in fl["searchStatus"]
+
+
+def test_empty_flame_tree_says_no_samples(heavy, tmp_path):
+    _, out, profile, _ = heavy
+    empty = {"name": "all", "kind": "root", "value": 0, "self": 0, "children": [], "omitted_nodes": 0}
+    page = with_data(os.path.join(out, "report.html"), profile, empty, tmp_path / "empty.html")
+    obs = open_in_browser(page, str(tmp_path / "shots"))
+    assert_clean_page(obs)
+    flame = [c for c in obs["charts"] if c["id"] == "chart-flame"][0]
+    assert flame["empty"] and "No samples" in flame["empty"]
+    assert obs["verdict"] == profile["verdict"]
