@@ -30,6 +30,8 @@ def open_in_browser(report, shots_dir, search=None):
     """Runs the browser driver on REPORT; returns its observations."""
     node = shutil.which("node")
     assert node, "node is missing: scripts/ensure-deps.sh installs nodejs (make test runs it)"
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    assert int(version.lstrip("v").split(".")[0]) >= 20, f"node {version}: playwright-core 1.64 needs Node.js 20 or later"
     assert os.path.exists(CHROMIUM), f"no Chromium at {CHROMIUM}: scripts/ensure-deps.sh installs Debian's chromium"
     assert os.path.isdir(os.path.join(BROWSER_DIR, "node_modules", "playwright-core")), \
         "tests/browser/node_modules is missing: run `npm ci` in tests/browser (make test does)"
