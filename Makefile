@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python compat fuzz fuzz-short clean
+.PHONY: all deps build demo test test-cpp test-python browser-deps compat fuzz fuzz-short clean
 
 all: build
 
@@ -27,8 +27,13 @@ test: build test-cpp test-python compat fuzz-short
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure
 
-test-python:
+test-python: browser-deps
 	$$(cat $(BUILD)/python-path) -m pytest -q tests/python
+
+# playwright-core for the report.html browser tests, as pinned by the lockfile.
+browser-deps: tests/browser/node_modules/.package-lock.json
+tests/browser/node_modules/.package-lock.json: tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund
 
 # Syntax check against torch 2.x and Python 3.13 headers (fetched from Debian trixie).
 compat:

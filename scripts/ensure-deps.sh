@@ -3,6 +3,10 @@
 # root; otherwise prints the exact apt-get line and fails.
 set -eu
 PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libdeflate-dev clang libclang-rt-dev"
+# report.html's browser tests: Debian's Chromium, driven from Node (tests/browser).
+PKGS="$PKGS chromium"
+command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

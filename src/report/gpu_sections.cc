@@ -10,6 +10,24 @@ namespace {
 double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 double us(double ns) { return ns / 1e3; }
 
+// The GPU utilisation over time (the Trace view's counter), as [ms since the
+// trace's start, busy fraction] pairs; at most kMaxUtilPoints, every k-th
+// bucket beyond that, so profile.json stays small on long traces.
+constexpr size_t kMaxUtilPoints = 2000;
+void write_util_timeline(JsonWriter& w, const gpu::TbDeviceMetrics& d, int64_t origin_ns) {
+  const auto& tl = d.util_timeline;
+  const size_t every = tl.size() > kMaxUtilPoints ? (tl.size() + kMaxUtilPoints - 1) / kMaxUtilPoints : 1;
+  w.field("util_bucket_ms", ms(d.util_bucket_ns * static_cast<int64_t>(every)));
+  w.key("util_timeline").begin_array();
+  for (size_t i = 0; i < tl.size(); i += every) {
+    double busy = 0;  // the mean over the buckets merged into this point
+    size_t n = 0;
+    for (size_t j = i; j < tl.size() && j < i + every; ++j, ++n) busy += tl[j].second;
+    w.begin_array().value(ms(tl[i].first - origin_ns)).value(n ? busy / static_cast<double>(n) : 0.0).end_array();
+  }
+  w.end_array();
+}
+
 }  // namespace
 
 void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
@@ -35,6 +53,7 @@ void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
     d.sm_efficiency ? w.value(*d.sm_efficiency) : w.null();
     w.key("achieved_occupancy");
     d.achieved_occupancy ? w.value(*d.achieved_occupancy) : w.null();
+    write_util_timeline(w, d, r.metrics.global_start_ns);
     w.end_object();
   }
   w.end_array();

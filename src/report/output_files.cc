@@ -5,6 +5,7 @@
 #include "analyze/flame.h"
 #include "core/files.h"
 #include "report/flame_files.h"
+#include "report/html_report.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
 #include "report/terminal_report.h"
@@ -26,13 +27,13 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
       write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
       if (run.run.python_mode == "trace")
         write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
-      {  // flame graph data (docs/flame-graphs.md)
-        const FlameNode flame = build_flame(run);
-        write_file_atomically(options.dir + "/stacks.folded", folded_stacks(flame));
-        write_file_atomically(options.dir + "/profile.speedscope.json",
-                              speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
-      }
+      // flame graph data (docs/flame-graphs.md), also drawn in report.html
+      const FlameNode flame = build_flame(run);
+      write_file_atomically(options.dir + "/stacks.folded", folded_stacks(flame));
+      write_file_atomically(options.dir + "/profile.speedscope.json",
+                            speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
       write_file_atomically(options.dir + "/report.txt", text);
+      write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();

@@ -4,6 +4,9 @@
 #include "report/gpu_sections.h"
 #include "report/json_writer.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace torchneck {
 namespace {
 
@@ -54,10 +57,30 @@ void write_env(JsonWriter& w, const EnvFacts& e) {
   w.end_object();
 }
 
-void write_python(JsonWriter& w, const Run& run) {
+// Indices of the rows to write, in their order: all of them, or the `cap`
+// heaviest by self time together with the `cap` heaviest by total time.
+template <class Row>
+std::vector<size_t> heaviest_rows(const std::vector<Row>& rows, size_t cap) {
+  std::vector<size_t> idx(rows.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  if (rows.size() <= cap) return idx;
+  std::vector<bool> keep(rows.size(), false);
+  for (auto key : {&Row::self_ns, &Row::total_ns}) {
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(cap), idx.end(),
+                      [&](size_t a, size_t b) { return rows[a].*key > rows[b].*key; });
+    for (size_t i = 0; i < cap; ++i) keep[idx[i]] = true;
+  }
+  idx.clear();
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (keep[i]) idx.push_back(i);
+  return idx;
+}
+
+void write_python(JsonWriter& w, const Run& run, size_t cap) {
   const bool sampled = run.run.python_mode == "sample";
   w.key("python").begin_array();
-  for (const auto& f : run.python) {
+  for (size_t i : heaviest_rows(run.python, cap)) {
+    const auto& f = run.python[i];
     w.begin_object();
     w.field("function", f.function);
     w.field("file", f.file);
@@ -77,9 +100,10 @@ void write_python(JsonWriter& w, const Run& run) {
   w.end_array();
 }
 
-void write_ops(JsonWriter& w, const Run& run) {
+void write_ops(JsonWriter& w, const Run& run, size_t cap, size_t shapes_cap) {
   w.key("ops").begin_array();
-  for (const auto& op : run.ops) {
+  for (size_t i : heaviest_rows(run.ops, cap)) {
+    const auto& op = run.ops[i];
     w.begin_object();
     w.field("name", op.name);
     w.field("kind", op_kind_name(op.kind));
@@ -87,7 +111,8 @@ void write_ops(JsonWriter& w, const Run& run) {
     w.field("self_ms", ns_to_ms(op.self_ns));
     w.field("total_ms", ns_to_ms(op.total_ns));
     w.key("shapes").begin_array();
-    for (const auto& s : op.shapes) {
+    for (size_t k = 0; k < op.shapes.size() && k < shapes_cap; ++k) {
+      const auto& s = op.shapes[k];
       w.begin_object().field("shapes", s.shapes).field("count", s.count).end_object();
     }
     w.end_array();
@@ -161,7 +186,7 @@ void write_breakdown(JsonWriter& w, const char* key, const StepBreakdown& b, boo
   w.end_object();
 }
 
-void write_steps(JsonWriter& w, const StepAnalysis& s) {
+void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.key("steps").begin_object();
   w.field("count", static_cast<uint64_t>(s.count));
   w.field("in_window", static_cast<uint64_t>(s.steps.size()));
@@ -173,7 +198,8 @@ void write_steps(JsonWriter& w, const StepAnalysis& s) {
   w.field("ops_per_step", s.ops_per_step);
   w.field("timeline_truncated", s.timeline_truncated);
   w.key("per_step").begin_array();
-  for (const Step& st : s.steps) {
+  for (size_t i = 0; i < s.steps.size(); i += every) {
+    const Step& st = s.steps[i];
     w.begin_object();
     w.field("start_s", ns_to_s(st.start_ns));
     w.field("ms", ns_to_ms(st.duration()));
@@ -185,9 +211,10 @@ void write_steps(JsonWriter& w, const StepAnalysis& s) {
   w.end_object();
 }
 
-void write_layers(JsonWriter& w, const LayerAnalysis& l) {
+void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
   w.key("layers").begin_array();
-  for (const LayerStats& x : l.layers) {
+  for (size_t i = 0; i < l.layers.size() && i < cap; ++i) {
+    const LayerStats& x = l.layers[i];
     w.begin_object();
     w.field("name", x.name);
     w.field("type", x.type);
@@ -226,7 +253,11 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
 
 }  // namespace
 
-std::string profile_json(const Run& run, const Analysis& analysis) {
+std::string profile_json(const Run& run, const Analysis& analysis) { return profile_json(run, analysis, {}); }
+
+std::string profile_json(const Run& run, const Analysis& analysis, const ProfileJsonLimits& limits) {
+  const size_t n_steps = analysis.steps.steps.size();
+  const size_t every = (limits.per_step > 0 && n_steps > limits.per_step) ? (n_steps + limits.per_step - 1) / limits.per_step : 1;
   const Summary& summary = analysis.summary;
   JsonWriter w(1);
   w.begin_object();
@@ -242,19 +273,19 @@ std::string profile_json(const Run& run, const Analysis& analysis) {
     w.end_object();
   }
   w.end_array();
-  write_python(w, run);
+  write_python(w, run, limits.python);
   w.field("python_samples", run.python_samples);
   w.field("timeline_samples", static_cast<uint64_t>(run.samples.size()));
   w.field("dropped_samples", run.dropped_samples);
-  write_ops(w, run);
+  write_ops(w, run, limits.ops, limits.shapes);
   w.key("totals").begin_object();
   w.field("op_self_ms", ns_to_ms(summary.op_self_ns));
   w.field("op_calls", summary.op_calls);
   w.field("backward_self_ms", ns_to_ms(summary.backward_self_ns));
   w.field("python_self_ms", ns_to_ms(summary.python_self_ns));
   w.end_object();
-  write_steps(w, analysis.steps);
-  write_layers(w, analysis.layers);
+  write_steps(w, analysis.steps, every);
+  write_layers(w, analysis.layers, limits.layers);
   write_findings(w, analysis.diagnosis);
   write_processes(w, run);
   if (!analysis.gpu.empty()) {
@@ -271,6 +302,16 @@ std::string profile_json(const Run& run, const Analysis& analysis) {
   w.key("notes").begin_array();
   for (const auto& n : run.notes) w.value(n);
   w.end_array();
+  if (every > 1 || run.python.size() > limits.python || run.ops.size() > limits.ops ||
+      analysis.layers.layers.size() > limits.layers) {
+    w.key("html_limits").begin_object();
+    w.field("per_step_every", static_cast<uint64_t>(every));
+    // Rows in the run; the arrays above hold those kept.
+    w.field("python_rows", static_cast<uint64_t>(run.python.size()));
+    w.field("ops_rows", static_cast<uint64_t>(run.ops.size()));
+    w.field("layers_rows", static_cast<uint64_t>(analysis.layers.layers.size()));
+    w.end_object();
+  }
   w.end_object();
   std::string out = w.str();
   out += '\n';

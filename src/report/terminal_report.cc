@@ -260,6 +260,8 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     appendf(out, "  %s/profile.speedscope.json  speedscope %s/profile.speedscope.json (or drag into https://www.speedscope.app)\n",
             o.output_dir.c_str(), o.output_dir.c_str());
     appendf(out, "  %s/report.txt     this report\n", o.output_dir.c_str());
+    appendf(out, "  %s/report.html    open in a browser (self-contained, works offline): xdg-open %s/report.html\n",
+            o.output_dir.c_str(), o.output_dir.c_str());
   }
   return out;
 }

@@ -1,0 +1,572 @@
+// torchneck report.html: draws the embedded profile (profile.json's schema)
+// and flame tree as DOM and SVG. Every string from the data goes in through
+// textContent or SVG text nodes, never as markup: a module or file name is
+// only ever text. No network, no library.
+(function () {
+  'use strict';
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  var PHASES = ['data', 'forward', 'backward', 'optimizer', 'other'];
+  var PHASE_COLORS = { data: '#e74c3c', forward: '#3498db', backward: '#e67e22', optimizer: '#27ae60', other: '#95a5a6' };
+
+  // --- small helpers -------------------------------------------------------
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function svgEl(tag, attrs, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    if (attrs) for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) e.setAttribute(k, String(attrs[k]));
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function svgTitle(parent, text) { parent.appendChild(svgEl('title', null, text)); }
+  function byId(id) { return document.getElementById(id); }
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
+  function fmt(v, digits) {
+    if (v === null || v === undefined || (typeof v === 'number' && !isFinite(v))) return '-';
+    if (typeof v !== 'number') return String(v);
+    var d = digits === undefined ? (Math.abs(v) >= 100 ? 1 : Math.abs(v) >= 1 ? 2 : 3) : digits;
+    return v.toFixed(d);
+  }
+  function fmtMs(v) { return fmt(v) + ' ms'; }
+  function truncate(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; }
+  function empty(container, text) { container.appendChild(el('div', 'empty', text)); }
+  function widthOf(container, fallback) {
+    var w = container.clientWidth || (container.parentNode && container.parentNode.clientWidth) || 0;
+    return w > 100 ? w : (fallback || 900);
+  }
+  function legend(container, items) {
+    var lg = el('div', 'legend');
+    items.forEach(function (it) {
+      var s = el('span');
+      var sw = el('span', 'sw');
+      sw.style.background = it.color;
+      s.appendChild(sw);
+      s.appendChild(document.createTextNode(it.label));
+      lg.appendChild(s);
+    });
+    container.appendChild(lg);
+  }
+
+  var raw = byId('torchneck-data').textContent;
+  var DATA = {};
+  try { DATA = JSON.parse(raw) || {}; } catch (e) { DATA = {}; }
+  var P = DATA.profile || {};
+  var FLAME = DATA.flame || null;
+
+  // --- header, verdict, findings -------------------------------------------
+  function renderHeader() {
+    var run = P.run || {};
+    var env = P.env || {};
+    if (run.script) document.title = 'torchneck: ' + run.script;
+    var parts = [];
+    if (run.script !== undefined) parts.push('script ' + run.script);
+    if (run.argv && run.argv.length > 1) parts.push('args ' + run.argv.slice(1).join(' '));
+    if (run.ending) parts.push('ended: ' + run.ending);
+    if (run.wall_s !== undefined) parts.push('wall ' + fmt(run.wall_s) + ' s');
+    if (run.python_mode) parts.push('python ' + run.python_mode + ' mode');
+    byId('run-line').textContent = parts.join(' \u00b7 ');
+    var e = [];
+    if (env.python) e.push('Python ' + env.python);
+    if (env.torch) e.push('torch ' + env.torch);
+    if (env.cpu_cores) e.push(env.cpu_cores + ' cores');
+    if (env.torch_threads) e.push(env.torch_threads + ' torch threads');
+    if (env.cuda) e.push('CUDA');
+    (env.dataloaders || []).forEach(function (d) {
+      e.push('DataLoader(' + d.dataset + ', num_workers=' + d.num_workers + ', batch_size=' + d.batch_size + ')');
+    });
+    byId('env-line').textContent = e.join(' \u00b7 ');
+  }
+
+  function renderToc() {
+    var toc = byId('toc');
+    document.querySelectorAll('main > section').forEach(function (s) {
+      if (s.hidden) return;
+      var h = s.querySelector('h2');
+      var a = el('a', null, h ? h.textContent : s.id);
+      a.href = '#' + s.id;
+      toc.appendChild(a);
+    });
+  }
+
+  function renderVerdict() {
+    byId('verdict').textContent = P.verdict || 'No verdict: the profile is empty.';
+    var box = byId('findings');
+    var findings = P.findings || [];
+    if (!findings.length) { empty(box, 'No findings.'); return; }
+    findings.forEach(function (f) {
+      var c = el('div', 'card');
+      c.setAttribute('data-finding', f.id || '');
+      var h = el('h4');
+      var sev = String(f.severity || 'low');
+      h.appendChild(el('span', 'badge ' + (sev === 'high' || sev === 'medium' ? sev : 'low'), sev));
+      h.appendChild(document.createTextNode(f.title || ''));
+      c.appendChild(h);
+      if (f.evidence && f.evidence.length) {
+        c.appendChild(el('div', 'muted', 'Evidence'));
+        var ul = el('ul');
+        f.evidence.forEach(function (x) { ul.appendChild(el('li', null, x)); });
+        c.appendChild(ul);
+      }
+      if (f.recommendation) c.appendChild(el('div', 'rec', f.recommendation));
+      var g = el('p');
+      if (f.estimated_gain_pct !== null && f.estimated_gain_pct !== undefined) {
+        g.appendChild(document.createTextNode('Estimated gain: '));
+        g.appendChild(el('span', 'gain', fmt(f.estimated_gain_pct, 0) + ' % of step time'));
+      } else {
+        g.textContent = 'Estimated gain: not backed by a measurement.';
+      }
+      c.appendChild(g);
+      if (f.gain_arithmetic) c.appendChild(el('div', 'muted', f.gain_arithmetic));
+      box.appendChild(c);
+    });
+  }
+
+  // --- stacked bars: one bar per row, one segment per key ------------------
+  // opts: keys, colors, value(row, key), label(row, i), dim(row), median, unit
+  function stackedBars(container, rows, opts) {
+    var W = widthOf(container), H = 240, left = 56, right = 12, top = 14, bottom = 34;
+    var plotW = W - left - right, plotH = H - top - bottom;
+    var totals = rows.map(function (r) {
+      var t = 0;
+      opts.keys.forEach(function (k) { t += Math.max(0, num(opts.value(r, k))); });
+      return t;
+    });
+    var max = Math.max.apply(null, totals.concat([opts.median || 0, 1e-9]));
+    // A warm-up step many times the median would flatten every other bar:
+    // scale to the steady steps and clip the rest, marked at the top.
+    if (opts.dim) {
+      var steadyMax = Math.max.apply(null, rows.map(function (r, i) { return opts.dim(r) ? 0 : totals[i]; }).concat([opts.median || 0, 1e-9]));
+      if (max > steadyMax * 1.5) max = steadyMax * 1.25;
+    }
+    var s = svgEl('svg', { width: W, height: H, role: 'img' });
+    var y = function (v) { return top + plotH - (v / max) * plotH; };
+    [0, 0.5, 1].forEach(function (f) {
+      var v = max * f;
+      s.appendChild(svgEl('line', { x1: left, x2: left + plotW, y1: y(v), y2: y(v), stroke: '#d8dee4' }));
+      s.appendChild(svgEl('text', { x: left - 4, y: y(v) + 4, 'text-anchor': 'end' }, fmt(v, v >= 100 ? 0 : 1)));
+    });
+    s.appendChild(svgEl('text', { x: 4, y: top - 2 }, opts.unit));
+    var bw = plotW / Math.max(rows.length, 1), clipped = false;
+    rows.forEach(function (r, i) {
+      var x = left + i * bw, acc = 0;
+      var g = svgEl('g', { 'class': 'bar', opacity: opts.dim && opts.dim(r) ? 0.35 : 1 });
+      var tip = [opts.label(r, i) + ': ' + fmt(totals[i]) + ' ' + opts.unit];
+      opts.keys.forEach(function (k) {
+        var v = Math.max(0, num(opts.value(r, k)));
+        tip.push(k + ' ' + fmt(v) + ' ' + opts.unit);
+        v = Math.min(v, max - acc);
+        if (v <= 0) return;
+        var h = (v / max) * plotH;
+        g.appendChild(svgEl('rect', { x: x + (bw > 3 ? 0.5 : 0), y: y(acc + v), width: Math.max(bw - (bw > 3 ? 1 : 0), 0.5), height: Math.max(h, 0.5), fill: opts.colors[k] }));
+        acc += v;
+      });
+      if (totals[i] > max) {
+        clipped = true;
+        tip.push('clipped at the top of the chart');
+        g.appendChild(svgEl('rect', { x: x, y: top - 4, width: Math.max(bw - 1, 1), height: 3, fill: '#1d2329', 'class': 'clipped' }));
+      }
+      if (opts.dim && opts.dim(r)) {
+        tip.push('warm-up or outlier: not in the median');
+        g.appendChild(svgEl('rect', { x: x, y: top + plotH + 3, width: Math.max(bw - 1, 1), height: 4, fill: '#7f8c8d' }));
+      }
+      svgTitle(g, tip.join('\n'));
+      s.appendChild(g);
+    });
+    if (opts.median) {
+      s.appendChild(svgEl('line', { x1: left, x2: left + plotW, y1: y(opts.median), y2: y(opts.median), stroke: '#1d2329', 'stroke-dasharray': '5 3', 'class': 'median' }));
+      s.appendChild(svgEl('text', { x: left + plotW, y: y(opts.median) - 4, 'text-anchor': 'end' }, 'median ' + fmt(opts.median) + ' ' + opts.unit));
+    }
+    if (rows.length) {
+      s.appendChild(svgEl('text', { x: left, y: H - 12 }, opts.label(rows[0], 0)));
+      s.appendChild(svgEl('text', { x: left + plotW, y: H - 12, 'text-anchor': 'end' }, opts.label(rows[rows.length - 1], rows.length - 1)));
+    }
+    container.appendChild(s);
+    legend(container, opts.keys.map(function (k) { return { label: k, color: opts.colors[k] }; }).concat(
+      opts.dim ? [{ label: 'warm-up / outlier (faded, grey mark)', color: '#7f8c8d' }] : []).concat(
+      clipped ? [{ label: 'clipped (dark mark on top)', color: '#1d2329' }] : []));
+  }
+
+  function renderSteps() {
+    var st = P.steps || {};
+    var box = byId('chart-steps');
+    var per = st.per_step || [];
+    var every = (P.html_limits && P.html_limits.per_step_every) || 1;
+    var line = [];
+    if (st.count !== undefined) line.push(st.count + ' steps (from ' + (st.source || '?') + ')');
+    if (st.median_ms) line.push('median ' + fmtMs(st.median_ms));
+    if (st.breakdown_pct) line.push(PHASES.map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
+    if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up/outlier steps excluded from the median');
+    if (every > 1) line.push('one step in ' + every + ' drawn');
+    if (st.timeline_truncated) line.push('later steps beyond the timeline window');
+    byId('steps-line').textContent = line.join(' \u00b7 ');
+    if (!per.length) { empty(box, 'No steps in the timeline.'); return; }
+    stackedBars(box, per, {
+      keys: PHASES, colors: PHASE_COLORS, unit: 'ms', median: st.median_ms,
+      value: function (r, k) { return r.breakdown_ms ? r.breakdown_ms[k] : 0; },
+      label: function (r, i) { return 'step ' + (i * every + 1); },
+      dim: function (r) { return r.steady === false; }
+    });
+  }
+
+  // --- layers: horizontal bars, forward + backward --------------------------
+  function renderLayers() {
+    var box = byId('chart-layers');
+    var layers = (P.layers || []).slice();
+    var many = layers.filter(function (l) { return l.depth > 0; });
+    if (many.length) layers = many;  // the whole model's row would dwarf its layers
+    layers.sort(function (a, b) { return (num(b.forward_ms) + num(b.backward_ms)) - (num(a.forward_ms) + num(a.backward_ms)); });
+    var TOP = 20;
+    layers = layers.slice(0, TOP);
+    if (!layers.length) { empty(box, 'No nn.Module calls were seen.'); return; }
+    var W = widthOf(box), rowH = 20, labelW = Math.min(360, W * 0.4), top = 4;
+    var H = top + layers.length * rowH + 6;
+    var max = Math.max.apply(null, layers.map(function (l) { return num(l.forward_ms) + num(l.backward_ms); }).concat([1e-9]));
+    var plotW = W - labelW - 90;
+    var s = svgEl('svg', { width: W, height: H, role: 'img' });
+    layers.forEach(function (l, i) {
+      var yy = top + i * rowH;
+      var g = svgEl('g', { 'class': 'layer' });
+      var label = l.name + ' (' + l.type + ')';
+      g.appendChild(svgEl('text', { x: labelW - 6, y: yy + 13, 'text-anchor': 'end', 'class': 'layer-name' }, truncate(label, Math.floor(labelW / 6.2))));
+      var fw = (num(l.forward_ms) / max) * plotW, bw = (num(l.backward_ms) / max) * plotW;
+      g.appendChild(svgEl('rect', { x: labelW, y: yy + 3, width: Math.max(fw, 0.5), height: rowH - 6, fill: PHASE_COLORS.forward }));
+      g.appendChild(svgEl('rect', { x: labelW + fw, y: yy + 3, width: Math.max(bw, 0.5), height: rowH - 6, fill: PHASE_COLORS.backward }));
+      g.appendChild(svgEl('text', { x: labelW + fw + bw + 4, y: yy + 13 }, fmt(num(l.forward_ms) + num(l.backward_ms), 0) + ' ms'));
+      svgTitle(g, label + '\nforward ' + fmtMs(l.forward_ms) + ', backward ' + fmtMs(l.backward_ms) + ', ' + l.calls + ' calls, ' + l.params + ' parameters');
+      s.appendChild(g);
+    });
+    box.appendChild(s);
+    legend(box, [{ label: 'forward', color: PHASE_COLORS.forward }, { label: 'backward', color: PHASE_COLORS.backward }]);
+    var all = (P.layers || []).length;
+    box.appendChild(el('p', 'muted', 'Top ' + layers.length + ' of ' + all + ' modules by forward + backward time (inclusive of children), qualified names as named_modules().'));
+  }
+
+  // --- flame graph: icicle, zoom, search ------------------------------------
+  function renderFlame() {
+    var box = byId('chart-flame');
+    if (!FLAME || !(num(FLAME.value) > 0)) { empty(box, 'No samples: the flame graph is empty (was --python=off, or the run too short?).'); return; }
+    var nodes = [];
+    (function index(n, parent, depth) {
+      n._id = nodes.length; n._parent = parent; n._depth = depth;
+      nodes.push(n);
+      (n.children || []).forEach(function (c) { index(c, n, depth + 1); });
+    })(FLAME, null, 0);
+    var maxDepth = 0;
+    nodes.forEach(function (n) { if (n._depth > maxDepth) maxDepth = n._depth; });
+    var tools = el('div', 'flame-tools');
+    var search = el('input');
+    search.type = 'search';
+    search.placeholder = 'Search functions, operators, files';
+    search.setAttribute('aria-label', 'search the flame graph');
+    var reset = el('button', null, 'Reset zoom');
+    var status = el('span', 'status');
+    tools.appendChild(search); tools.appendChild(reset); tools.appendChild(status);
+    box.appendChild(tools);
+    var legendItems = [];
+    var seenKinds = {};
+    nodes.forEach(function (n) { seenKinds[n.kind] = true; });
+    var colors = { root: '#b8c4cf', thread: '#c9d3dc', python: '#f0b46a', 'operator': '#7fb3d5', backward: '#e59866', scope: '#a9d18e' };
+    Object.keys(colors).forEach(function (k) { if (seenKinds[k]) legendItems.push({ label: k, color: colors[k] }); });
+    legend(box, legendItems);
+    var body = el('div', 'flame-body');
+    box.appendChild(body);
+    if (FLAME.omitted_nodes) box.appendChild(el('p', 'muted', FLAME.omitted_nodes + ' small frames folded into their callers.'));
+    var ROW = 18;
+    var zoom = FLAME;
+    var query = '';
+
+    function matches(n) {
+      if (!query) return false;
+      return String(n.name).toLowerCase().indexOf(query) >= 0 || String(n.file || '').toLowerCase().indexOf(query) >= 0;
+    }
+    function tip(n) {
+      var t = n.name + (n.file ? '  ' + n.file + ':' + n.line : '') + '\n' + n.kind + ', total ' + fmtMs(num(n.value) / 1e6) +
+        ' (' + fmt(100 * num(n.value) / num(FLAME.value), 1) + ' %), self ' + fmtMs(num(n.self) / 1e6);
+      return t;
+    }
+    function frame(n, x, w, row, cls) {
+      var d = el('div', 'frame kind-' + (colors[n.kind] ? n.kind : 'other') + (cls ? ' ' + cls : ''), n.name);
+      d.style.left = x + 'px';
+      d.style.width = Math.max(w, 1) + 'px';
+      d.style.top = row * ROW + 'px';
+      d.title = tip(n);
+      d.setAttribute('data-id', n._id);
+      d.setAttribute('data-depth', n._depth);
+      if (w < 18) d.textContent = '';
+      d.addEventListener('click', function () { zoom = n; draw(); });
+      if (query) d.classList.add(matches(n) ? 'match' : 'dim');
+      body.appendChild(d);
+    }
+    function draw() {
+      while (body.firstChild) body.removeChild(body.firstChild);
+      var W = widthOf(body);
+      var chain = [];
+      for (var a = zoom._parent; a; a = a._parent) chain.unshift(a);
+      chain.forEach(function (a, i) { frame(a, 0, W, i, 'ancestor'); });
+      var base = chain.length, rows = base;
+      var scale = W / Math.max(num(zoom.value), 1);
+      (function place(n, x, row) {
+        var w = num(n.value) * scale;
+        frame(n, x, w, row, null);
+        if (row > rows) rows = row;
+        var cx = x;
+        (n.children || []).forEach(function (c) {
+          var cw = num(c.value) * scale;
+          if (cw >= 0.5) place(c, cx, row + 1);
+          cx += cw;
+        });
+      })(zoom, 0, base);
+      body.style.height = (rows + 1) * ROW + 'px';
+      var msg = zoom === FLAME ? '' : 'zoomed on ' + truncate(zoom.name, 60) + ' (' + fmt(100 * num(zoom.value) / num(FLAME.value), 1) + ' % of all). ';
+      if (query) {
+        var hit = 0, counted = [];
+        nodes.forEach(function (n) {
+          if (!matches(n)) return;
+          for (var a = n._parent; a; a = a._parent) if (matches(a)) return;  // count outermost matches only
+          counted.push(n);
+          hit += num(n.value);
+        });
+        msg += counted.length + ' outermost matches, ' + fmt(100 * hit / num(FLAME.value), 1) + ' % of the time.';
+      }
+      status.textContent = msg;
+    }
+    search.addEventListener('input', function () { query = search.value.trim().toLowerCase(); draw(); });
+    reset.addEventListener('click', function () { zoom = FLAME; draw(); });
+    draw();
+  }
+
+  // --- sortable tables -----------------------------------------------------
+  // columns: {key, label, num, get(row), fmt(v)}
+  function table(containerId, columns, rows, sortKey, limitNote) {
+    var box = byId(containerId);
+    if (!rows.length) { empty(box, 'No rows.'); return; }
+    var t = el('table');
+    t.setAttribute('data-table', containerId);
+    var thead = el('thead'), tr = el('tr'), tbody = el('tbody');
+    var state = { key: sortKey, desc: true };
+    function value(c, r) { return c.get ? c.get(r) : r[c.key]; }
+    function fill() {
+      var col = columns.filter(function (c) { return c.key === state.key; })[0];
+      var sorted = rows.slice();
+      if (col) {
+        sorted.sort(function (a, b) {
+          var va = value(col, a), vb = value(col, b), r;
+          if (col.num) r = (typeof va === 'number' ? va : -Infinity) - (typeof vb === 'number' ? vb : -Infinity);
+          else r = String(va).localeCompare(String(vb));
+          if (isNaN(r)) r = 0;
+          return state.desc ? -r : r;
+        });
+      }
+      while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
+      sorted.forEach(function (r) {
+        var row = el('tr');
+        columns.forEach(function (c) {
+          var v = value(c, r);
+          var td = el('td', c.num ? 'num' : (c.name ? 'name' : null), c.fmt ? c.fmt(v) : (c.num ? fmt(v) : (v === null || v === undefined ? '' : String(v))));
+          if (c.num && typeof v === 'number') td.setAttribute('data-v', String(v));
+          row.appendChild(td);
+        });
+        tbody.appendChild(row);
+      });
+      Array.prototype.forEach.call(tr.children, function (th) {
+        if (th.getAttribute('data-key') === state.key) th.setAttribute('aria-sort', state.desc ? 'descending' : 'ascending');
+        else th.removeAttribute('aria-sort');
+      });
+    }
+    columns.forEach(function (c) {
+      var th = el('th', c.num ? 'num' : null, c.label);
+      th.setAttribute('data-key', c.key);
+      th.addEventListener('click', function () {
+        if (state.key === c.key) state.desc = !state.desc;
+        else { state.key = c.key; state.desc = !!c.num; }
+        fill();
+      });
+      tr.appendChild(th);
+    });
+    thead.appendChild(tr);
+    t.appendChild(thead); t.appendChild(tbody);
+    box.appendChild(t);
+    fill();
+    if (limitNote) box.parentNode.insertBefore(el('p', 'muted', limitNote), box.nextSibling);
+  }
+
+  function renderTables() {
+    var lim = P.html_limits || {};
+    var ops = P.ops || [];
+    table('table-ops', [
+      { key: 'name', label: 'operator', name: true },
+      { key: 'kind', label: 'kind' },
+      { key: 'calls', label: 'calls', num: true, fmt: function (v) { return String(v); } },
+      { key: 'self_ms', label: 'self ms', num: true },
+      { key: 'total_ms', label: 'total ms', num: true },
+      { key: 'avg_us', label: 'avg us', num: true, get: function (r) { return r.calls ? 1000 * num(r.self_ms) / r.calls : 0; } },
+      { key: 'shape', label: 'most frequent input shapes', name: true, get: function (r) { return r.shapes && r.shapes.length ? r.shapes[0].shapes : ''; } }
+    ], ops, 'self_ms', lim.ops_rows > ops.length ? 'The ' + ops.length + ' heaviest of ' + lim.ops_rows + ' operators (profile.json has all).' : null);
+    var py = P.python || [];
+    var sampled = (P.run || {}).python_mode === 'sample';
+    table('table-python', [
+      { key: 'function', label: 'function', name: true },
+      { key: 'where', label: 'file:line', name: true, get: function (r) { return r.file + ':' + r.line; } },
+      { key: 'self_ms', label: 'self ms', num: true },
+      { key: 'total_ms', label: 'total ms', num: true },
+      sampled ? { key: 'self_samples', label: 'self samples', num: true, fmt: function (v) { return String(v); } }
+              : { key: 'calls', label: 'calls', num: true, fmt: function (v) { return v === null ? '-' : String(v); } }
+    ], py, 'self_ms', lim.python_rows > py.length ? 'The ' + py.length + ' heaviest of ' + lim.python_rows + ' functions (profile.json has all).' : null);
+    table('table-layers', [
+      { key: 'name', label: 'module', name: true },
+      { key: 'type', label: 'type', name: true },
+      { key: 'calls', label: 'calls', num: true, fmt: function (v) { return String(v); } },
+      { key: 'forward_ms', label: 'forward ms', num: true },
+      { key: 'backward_ms', label: 'backward ms', num: true },
+      { key: 'params', label: 'parameters', num: true, fmt: function (v) { return String(v); } }
+    ], P.layers || [], 'backward_ms', lim.layers_rows > (P.layers || []).length ? 'The first ' + (P.layers || []).length + ' of ' + lim.layers_rows + ' modules.' : null);
+    var every = lim.per_step_every || 1;
+    var per = (P.steps || {}).per_step || [];
+    var t0 = per.length ? num(per[0].start_s) : 0;
+    var steps = per.map(function (s, i) {
+      var r = { step: i * every + 1, start_s: num(s.start_s) - t0, ms: s.ms, steady: s.steady ? 'yes' : 'warm-up/outlier' };
+      PHASES.forEach(function (p) { r[p] = s.breakdown_ms ? num(s.breakdown_ms[p]) : 0; });
+      return r;
+    });
+    table('table-steps', [
+      { key: 'step', label: 'step', num: true, fmt: function (v) { return String(v); } },
+      { key: 'start_s', label: 'start s (from step 1)', num: true, fmt: function (v) { return fmt(v, 3); } },
+      { key: 'ms', label: 'ms', num: true },
+      { key: 'steady', label: 'steady' }
+    ].concat(PHASES.map(function (p) { return { key: p, label: p + ' ms', num: true }; })), steps, 'step',
+      every > 1 ? 'One step in ' + every + ' (profile.json has all in the timeline window).' : null);
+    var workers = (P.processes || []).filter(function (p) { return p.role !== 'main'; });
+    if (workers.length) {
+      var box = byId('workers');
+      box.appendChild(el('h3', null, 'DataLoader worker processes'));
+      var inner = el('div', 'table-wrap');
+      inner.id = 'table-workers';
+      box.appendChild(inner);
+      table('table-workers', [
+        { key: 'worker_id', label: 'worker', num: true, fmt: function (v) { return String(v); } },
+        { key: 'pid', label: 'pid', num: true, fmt: function (v) { return String(v); } },
+        { key: 'busy_pct', label: 'busy %', num: true },
+        { key: 'batches', label: 'batches', num: true, fmt: function (v) { return String(v); } },
+        { key: 'mean_batch_ms', label: 'mean batch ms', num: true },
+        { key: 'top', label: 'hottest functions', name: true, get: function (r) { return (r.top_functions || []).slice(0, 3).join('; '); } }
+      ], workers, 'worker_id');
+    }
+    var notes = byId('notes');
+    var ns = P.notes || [];
+    if (!ns.length) notes.appendChild(el('li', 'muted', 'None.'));
+    ns.forEach(function (n) { notes.appendChild(el('li', null, n)); });
+  }
+
+  // --- GPU -----------------------------------------------------------------
+  function renderGpu() {
+    var g = P.gpu;
+    if (!g) return;
+    byId('s-gpu').hidden = false;
+    var line = [g.device || '(no device properties)'];
+    if (P.ranks && P.ranks.length > 1) line.unshift('rank ' + g.rank + ' of the ' + P.ranks.length + ' traces (profile.json\u2019s ranks[] has each)');
+    if (typeof g.utilization === 'number') line.push('utilisation ' + fmt(100 * g.utilization, 1) + ' %');
+    if (typeof g.sm_efficiency === 'number') line.push('est. SM efficiency ' + fmt(100 * g.sm_efficiency, 1) + ' %');
+    if (typeof g.achieved_occupancy === 'number') line.push('est. achieved occupancy ' + fmt(g.achieved_occupancy, 1) + ' %');
+    var tb = g.temporal_breakdown;
+    if (tb) line.push('idle ' + fmt(tb.idle_time_pctg, 1) + ' %, compute ' + fmt(tb.compute_time_pctg, 1) + ' %, non-compute ' + fmt(tb.non_compute_time_pctg, 1) + ' % (HTA)');
+    byId('gpu-line').textContent = line.join(' \u00b7 ');
+
+    // utilisation over time: a step area
+    var ubox = byId('chart-gpu-util');
+    var dev = (g.devices || [])[0] || {};
+    var tl = dev.util_timeline || [];
+    if (tl.length < 2) empty(ubox, 'No utilisation timeline in this profile.');
+    else {
+      var W = widthOf(ubox), H = 160, left = 44, right = 12, top = 10, bottom = 26;
+      var pw = W - left - right, ph = H - top - bottom;
+      var t0 = tl[0][0], t1 = tl[tl.length - 1][0];
+      var xs = function (t) { return left + ((t - t0) / Math.max(t1 - t0, 1e-9)) * pw; };
+      var ys = function (u) { return top + ph - Math.min(Math.max(u, 0), 1) * ph; };
+      var s = svgEl('svg', { width: W, height: H, role: 'img' });
+      [0, 0.5, 1].forEach(function (f) {
+        s.appendChild(svgEl('line', { x1: left, x2: left + pw, y1: ys(f), y2: ys(f), stroke: '#d8dee4' }));
+        s.appendChild(svgEl('text', { x: left - 4, y: ys(f) + 4, 'text-anchor': 'end' }, (100 * f) + ' %'));
+      });
+      var d = 'M' + xs(t0) + ' ' + ys(0);
+      for (var i = 0; i < tl.length; ++i) {
+        d += ' L' + xs(tl[i][0]) + ' ' + ys(tl[i][1]);
+        if (i + 1 < tl.length) d += ' L' + xs(tl[i + 1][0]) + ' ' + ys(tl[i][1]);
+      }
+      d += ' L' + xs(t1) + ' ' + ys(0) + ' Z';
+      var path = svgEl('path', { d: d, fill: '#76b7b2', stroke: '#2e86c1', 'stroke-width': 1 });
+      svgTitle(path, 'GPU busy fraction per ' + fmt(dev.util_bucket_ms) + ' ms bucket');
+      s.appendChild(path);
+      s.appendChild(svgEl('text', { x: left, y: H - 8 }, fmt(t0, 0) + ' ms'));
+      s.appendChild(svgEl('text', { x: left + pw, y: H - 8, 'text-anchor': 'end' }, fmt(t1, 0) + ' ms'));
+      ubox.appendChild(s);
+    }
+
+    // idle breakdown per stream: horizontal stacked bars
+    var ibox = byId('chart-gpu-idle');
+    var idle = g.idle_breakdown || [];
+    var IDLE_KEYS = [['host_wait_us', 'host wait', '#e74c3c'], ['kernel_wait_us', 'kernel wait', '#f39c12'], ['other_us', 'other', '#95a5a6']];
+    if (!idle.length) empty(ibox, 'No idle time breakdown (no GPU stream).');
+    else {
+      var W2 = widthOf(ibox), rowH = 22, lw = 110;
+      var s2 = svgEl('svg', { width: W2, height: idle.length * rowH + 8, role: 'img' });
+      var maxIdle = Math.max.apply(null, idle.map(function (x) { return num(x.host_wait_us) + num(x.kernel_wait_us) + num(x.other_us); }).concat([1e-9]));
+      idle.forEach(function (x, i) {
+        var yy = 4 + i * rowH, acc = 0;
+        var g2 = svgEl('g');
+        g2.appendChild(svgEl('text', { x: lw - 6, y: yy + 14, 'text-anchor': 'end' }, 'stream ' + x.stream));
+        var tipParts = ['stream ' + x.stream];
+        IDLE_KEYS.forEach(function (k) {
+          var w = (num(x[k[0]]) / maxIdle) * (W2 - lw - 120);
+          if (w > 0) g2.appendChild(svgEl('rect', { x: lw + acc, y: yy + 3, width: w, height: rowH - 6, fill: k[2] }));
+          acc += w;
+          tipParts.push(k[1] + ' ' + fmt(num(x[k[0]]) / 1e3) + ' ms');
+        });
+        g2.appendChild(svgEl('text', { x: lw + acc + 4, y: yy + 14 }, fmt((num(x.host_wait_us) + num(x.kernel_wait_us) + num(x.other_us)) / 1e3) + ' ms idle'));
+        svgTitle(g2, tipParts.join('\n'));
+        s2.appendChild(g2);
+      });
+      ibox.appendChild(s2);
+      legend(ibox, IDLE_KEYS.map(function (k) { return { label: k[1], color: k[2] }; }));
+    }
+
+    // the TensorBoard plugin's step breakdown
+    var sbox = byId('chart-gpu-steps');
+    var sb = g.step_breakdown || [];
+    var TB = ['Kernel', 'Memcpy', 'Memset', 'Communication', 'Runtime', 'DataLoader', 'CPU Exec', 'Other'];
+    var TBC = { Kernel: '#2e86c1', Memcpy: '#8e44ad', Memset: '#c39bd3', Communication: '#16a085', Runtime: '#f1c40f', DataLoader: '#e74c3c', 'CPU Exec': '#e67e22', Other: '#95a5a6' };
+    if (!sb.length) empty(sbox, 'No ProfilerStep ranges in this trace.');
+    else stackedBars(sbox, sb, {
+      keys: TB, colors: TBC, unit: 'ms',
+      value: function (r, k) { return num(r[k]) / 1e3; },
+      label: function (r) { return 'step ' + r.step; }
+    });
+
+    table('table-kernels', [
+      { key: 'name', label: 'kernel', name: true },
+      { key: 'calls', label: 'calls', num: true, fmt: function (v) { return String(v); } },
+      { key: 'total_ms', label: 'total ms', num: true, get: function (r) { return num(r.total_us) / 1e3; } },
+      { key: 'mean_us', label: 'mean us', num: true },
+      { key: 'share', label: 'share %', num: true, get: function (r) { return 100 * num(r.share); }, fmt: function (v) { return fmt(v, 1); } },
+      { key: 'tc', label: 'tensor cores', get: function (r) { return r.tensor_cores ? 'yes' : 'no'; } }
+    ], g.top_kernels || [], 'total_ms');
+  }
+
+  function guard(name, f) {
+    try { f(); } catch (e) {
+      // A broken section must not take the others with it; the console says which.
+      if (window.console) console.error('torchneck report: ' + name + ': ' + e);
+    }
+  }
+  guard('header', renderHeader);
+  guard('verdict', renderVerdict);
+  guard('steps', renderSteps);
+  guard('layers', renderLayers);
+  guard('flame', renderFlame);
+  guard('gpu', renderGpu);
+  guard('tables', renderTables);
+  guard('toc', renderToc);
+  document.documentElement.setAttribute('data-rendered', '1');
+})();
