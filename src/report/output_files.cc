@@ -6,6 +6,7 @@
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
 #include "report/terminal_report.h"
+#include "report/trace_json.h"
 
 namespace torchneck {
 
@@ -25,6 +26,7 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
       if (run.run.python_mode == "trace")
         write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
       write_file_atomically(options.dir + "/report.txt", text);
+      write_file_atomically(options.dir + "/trace.json", trace_json(run, analysis, options.trace));
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();

@@ -256,6 +256,8 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
       appendf(out, "  %s/python.pstats  python3 -m pstats %s/python.pstats  (or snakeviz)\n",
               o.output_dir.c_str(), o.output_dir.c_str());
     appendf(out, "  %s/report.txt     this report\n", o.output_dir.c_str());
+    appendf(out, "  %s/trace.json     timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing\n",
+            o.output_dir.c_str());
   }
   return out;
 }
