@@ -78,7 +78,9 @@ class Session {
       o_.modules = false;
     }
     if (o_.python_mode == "trace") {
-      if (!start_tracer(TracerOptions{}, &error)) throw std::runtime_error(error);
+      TracerOptions to;
+      to.timeline_events_per_thread = o_.timeline_events_per_thread;
+      if (!start_tracer(to, &error)) throw std::runtime_error(error);
     } else if (o_.python_mode == "sample") {
       SamplerOptions so;
       so.hz = o_.sample_hz;
