@@ -242,6 +242,7 @@ def run(options):
             "main_thread_cpu_s": main_cpu,
             "main_thread_runqueue_s": (_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0,
             "top": options.top,
+            "trace_steps": options.trace_steps,
             "thread_names": envfacts.thread_names(),
             "main_tid": threading.main_thread().native_id,
             "notes": facts.notes + guard.notes(),

@@ -158,6 +158,9 @@ class Session {
                    const std::string& cwd) {
     Run run = collect(run_info, env);
     const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
+    const int64_t trace_steps =
+        run_info.contains("trace_steps") ? run_info["trace_steps"].cast<int64_t>() : kDefaultTraceSteps;
+    const int64_t pid = run.processes.empty() ? 0 : run.processes.front().pid;
     std::string text, error;
     {
       py::gil_scoped_release nogil;
@@ -184,6 +187,8 @@ class Session {
       out.dir = out_dir;
       out.cwd = cwd;
       out.summary.top_python = out.summary.top_ops = top;
+      out.trace.steps = trace_steps;
+      out.trace.pid = pid;
       std::string write_error;
       text = write_outputs(run, out, &write_error);
       if (error.empty()) error = write_error;

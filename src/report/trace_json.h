@@ -41,6 +41,9 @@ struct TraceJsonOptions {
   // `torchneck analyze`: the trace the Run came from, for the GPU tracks and
   // the CUDA runtime calls. Not owned; may be null.
   const kineto::Trace* kineto = nullptr;
+  // The main process's id when the Run does not say (no worker processes);
+  // 0: unknown (then 1).
+  int64_t pid = 0;
 };
 
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);

@@ -70,6 +70,7 @@ struct TraceBuilder {
   void add(Slice s);  // keeps it when it overlaps the window, else counts it
   int64_t pid_of(uint32_t thread) const;
   int64_t tid_of(uint32_t thread) const;
+  int64_t python_sort_index(uint32_t thread) const;
 
   const Run& run;
   const Analysis& analysis;

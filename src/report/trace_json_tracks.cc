@@ -48,7 +48,8 @@ std::string thread_label(const Run& run, uint32_t t) {
 
 TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o)
     : run(r), analysis(a), options(o) {
-  if (!run.processes.empty() && run.processes.front().pid > 0) main_pid = run.processes.front().pid;
+  if (o.pid > 0) main_pid = o.pid;
+  else if (!run.processes.empty() && run.processes.front().pid > 0) main_pid = run.processes.front().pid;
   // Kineto: each thread's process is the one its CPU events carry.
   std::unordered_map<int64_t, int64_t> pid_of_tid;
   if (o.kineto != nullptr) {
@@ -72,6 +73,11 @@ TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptio
 int64_t TraceBuilder::pid_of(uint32_t t) const { return t < thread_pid.size() ? thread_pid[t] : main_pid; }
 int64_t TraceBuilder::tid_of(uint32_t t) const {
   return t < thread_tid.size() ? thread_tid[t] : 500000000 + static_cast<int64_t>(t);
+}
+
+// Each thread's Python track right below the thread's own.
+int64_t TraceBuilder::python_sort_index(uint32_t t) const {
+  return t == run.main_thread ? 2 : 11 + 2 * static_cast<int64_t>(t);
 }
 
 void TraceBuilder::add(Slice s) {
@@ -168,7 +174,7 @@ void TraceBuilder::add_modules() {
     s.depth = static_cast<uint32_t>(pos);
     if (e.module < run.modules.size()) {
       const ModuleInfo& m = run.modules[e.module];
-      s.name = cut_name(m.name.empty() ? m.type : m.name + " (" + m.type + ")", options.max_name_chars);
+      s.name = cut_name(m.name.empty() || m.name == m.type ? m.type : m.name + " (" + m.type + ")", options.max_name_chars);
       add_arg(s.args, "type", m.type);
       add_arg(s.args, "params", m.params);
     } else {
@@ -186,7 +192,7 @@ void TraceBuilder::add_python_frames() {
     s.tid = kPythonTidBase + f.thread_index;
     track_names.emplace(std::make_pair(s.pid, s.tid),
                         std::make_pair(thread_label(run, f.thread_index) + " Python (traced calls)",
-                                       11 + 2 * static_cast<int64_t>(f.thread_index)));
+                                       python_sort_index(f.thread_index)));
     s.start = f.start_ns;
     s.end = f.end_ns;
     s.cat = SliceCat::kPython;
@@ -225,7 +231,7 @@ void TraceBuilder::add_samples() {
     const int64_t pid = pid_of(thread);
     const int64_t tid = kPythonTidBase + thread;
     track_names.emplace(std::make_pair(pid, tid),
-                        std::make_pair(thread_label(run, thread) + " Python (sampled)", 11 + 2 * static_cast<int64_t>(thread)));
+                        std::make_pair(thread_label(run, thread) + " Python (sampled)", python_sort_index(thread)));
     struct Open {
       uint32_t function;
       int64_t start;
