@@ -119,13 +119,15 @@ def test_run_writes_a_valid_bounded_timeline(tmp_path, mode):
 
 
 def test_report_rewrites_trace_json(tmp_path):
-    out, _ = planted(tmp_path, "sample", steps=6, trace_steps=0)
+    # GIVEN a traced run (its Python calls go through profile.spill)
+    out, _ = planted(tmp_path, "trace", steps=6, trace_steps=0)
     os.remove(os.path.join(out, "trace.json"))
     r = subprocess.run([ANALYZE, "report", out], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     doc, by_cat, _ = validate(os.path.join(out, "trace.json"))
     n = doc["otherData"]["window"]["steps_in_window"]
     assert len([e for e in by_cat["operator"] if e["name"] == "aten::addmm"]) == ADDMM_PER_STEP * n
+    assert len([e for e in by_cat["python"] if e["name"] == "planted_call"]) == CALLS_PER_STEP * n
 
 
 def fixture_counts(name):
@@ -188,3 +190,18 @@ def test_perfetto_trace_processor_imports_without_errors(tmp_path):
     assert r.returncode == 0, r.stderr
     # The one row's value is NULL when no error counter is set.
     assert "json" not in r.stdout and "error" not in r.stdout.replace("import_errors", ""), r.stdout
+
+
+@pytest.mark.parametrize("name", ["backward_thread.trace.json", "mi250_minitoy.trace.json.gz",
+                                  "cpu_only_gloo_rank34.trace.json.gz", "old_categories_inference.trace.json.gz"])
+def test_analyze_trace_json_is_valid_for_varied_traces(tmp_path, name):
+    # GIVEN traces with backward on another thread, ROCm, no GPU, old category names
+    out = str(tmp_path / "out")
+    r = subprocess.run([ANALYZE, "analyze", "-o", out, os.path.join(FIXTURES, name)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # THEN trace.json is valid, with every kernel the fixture has when the window holds all steps
+    doc, by_cat, flows = validate(os.path.join(out, "trace.json"))
+    if name.endswith(".gz") and not doc["otherData"]["window"]["limited"]:
+        for cat, count in fixture_counts(name).items():
+            assert len(by_cat[cat]) == count, cat
