@@ -11,7 +11,7 @@ usage: torchneck report [--top=N] DIR
 
 Rebuilds the report of a run from DIR/profile.spill: after a kill -9, an
 out-of-memory kill or a fatal signal, or to read a report again. Rewrites
-DIR/profile.json and DIR/report.txt.
+DIR/profile.json, DIR/report.txt and DIR/trace.json.
 """
 
 

@@ -190,9 +190,9 @@ void TraceBuilder::add_python_frames() {
     Slice s;
     s.pid = pid_of(f.thread_index);
     s.tid = kPythonTidBase + f.thread_index;
-    track_names.emplace(std::make_pair(s.pid, s.tid),
-                        std::make_pair(thread_label(run, f.thread_index) + " Python (traced calls)",
-                                       python_sort_index(f.thread_index)));
+    if (!track_names.count({s.pid, s.tid}))
+      track_names[{s.pid, s.tid}] = {thread_label(run, f.thread_index) + " Python (traced calls)",
+                                     python_sort_index(f.thread_index)};
     s.start = f.start_ns;
     s.end = f.end_ns;
     s.cat = SliceCat::kPython;
@@ -298,7 +298,7 @@ void TraceBuilder::add_gpu(const kineto::Trace& trace) {
       s.cat = SliceCat::kRuntime;
       s.pid = e.pid;
       s.tid = e.tid;
-      if (!cpu_tracks.count({e.pid, e.tid})) {
+      if (!cpu_tracks.count({e.pid, e.tid}) && !track_names.count({e.pid, e.tid})) {
         auto n = trace.thread_names.find({e.pid, e.tid});
         track_names.emplace(std::make_pair(e.pid, e.tid),
                             std::make_pair(n != trace.thread_names.end() ? n->second : "thread " + std::to_string(e.tid), 500));
@@ -309,12 +309,13 @@ void TraceBuilder::add_gpu(const kineto::Trace& trace) {
       const int64_t device = e.device >= 0 ? e.device : e.pid;
       s.pid = kGpuPidBase + device;
       s.tid = e.stream >= 0 ? e.stream : e.tid;
-      std::string dev_name;
-      for (const kineto::Device& d : trace.devices)
-        if (d.id == device) dev_name = d.name;
-      process_names.emplace(s.pid, std::make_pair("GPU " + std::to_string(device) + (dev_name.empty() ? "" : ": " + dev_name),
-                                                  100 + device));
-      track_names.emplace(std::make_pair(s.pid, s.tid), std::make_pair("stream " + std::to_string(s.tid), s.tid));
+      if (!process_names.count(s.pid)) {
+        std::string dev_name;
+        for (const kineto::Device& d : trace.devices)
+          if (d.id == device) dev_name = d.name;
+        process_names[s.pid] = {"GPU " + std::to_string(device) + (dev_name.empty() ? "" : ": " + dev_name), 100 + device};
+      }
+      if (!track_names.count({s.pid, s.tid})) track_names[{s.pid, s.tid}] = {"stream " + std::to_string(s.tid), s.tid};
       if (e.cat == kineto::Cat::kKernel) {
         char buf[96];
         std::snprintf(buf, sizeof buf, "[%d, %d, %d]", e.grid[0], e.grid[1], e.grid[2]);
