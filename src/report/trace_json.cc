@@ -105,6 +105,11 @@ void add_arg_ms(std::string& args, std::string_view key, int64_t ns) {
   appendf(args, ":%.3f", static_cast<double>(ns) / 1e6);
 }
 
+// A flow end sits mid-way in a stretch of its slice no child covers, at
+// least this long, so that a viewer reading microseconds through a double
+// (1 ns off) still finds it inside that stretch.
+constexpr int64_t kMinFreeNs = 4;
+
 // Sorts each track's slices (start, longer first, outer rank first), clamps
 // partial overlaps to the parent's end, and finds for each slice an instant
 // that no child covers, where a flow arrow binds to it and not to a child.
@@ -125,7 +130,7 @@ size_t nest(std::vector<Slice>& slices) {
   size_t clamped = 0;
   auto close = [&](Open o) {
     Slice& s = slices[o.index];
-    if (s.free_point < 0 && s.end - o.cursor >= 2) s.free_point = o.cursor + (s.end - o.cursor) / 2;
+    if (s.free_point < 0 && s.end - o.cursor >= kMinFreeNs) s.free_point = o.cursor + (s.end - o.cursor) / 2;
     if (!stack.empty()) stack.back().cursor = std::max(stack.back().cursor, s.end);
   };
   for (size_t i = 0; i < slices.size(); ++i) {
@@ -154,7 +159,7 @@ size_t nest(std::vector<Slice>& slices) {
         s.clamped = true;
         ++clamped;
       }
-      if (p.free_point < 0 && s.start - parent.cursor >= 2) p.free_point = parent.cursor + (s.start - parent.cursor) / 2;
+      if (p.free_point < 0 && s.start - parent.cursor >= kMinFreeNs) p.free_point = parent.cursor + (s.start - parent.cursor) / 2;
     }
     stack.push_back(Open{i, s.start});
   }
