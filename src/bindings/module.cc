@@ -393,7 +393,7 @@ PYBIND11_MODULE(_torchneck, m) {
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
       "report_from_spill",
-      [](const std::string& dir, const std::string& cwd, size_t top) {
+      [](const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
         py::gil_scoped_release nogil;
         Run run = load_run(dir + "/profile.spill");
         // A periodic or crash-time spill has not merged the workers yet; the
@@ -414,9 +414,10 @@ PYBIND11_MODULE(_torchneck, m) {
         out.dir = dir;
         out.cwd = cwd;
         out.summary.top_python = out.summary.top_ops = top;
+        out.trace.steps = trace_steps;
         return write_outputs(run, out);
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15);
+      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

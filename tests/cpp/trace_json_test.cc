@@ -351,3 +351,37 @@ TEST(TraceJson, KinetoGpuStreamsAndLaunchFlows) {
 
 }  // namespace
 }  // namespace torchneck
+
+namespace torchneck {
+namespace {
+
+TEST(TraceJson, ProcessesAreNamedWorkersIncluded) {
+  // GIVEN a run with its main process and two DataLoader worker processes
+  RunBuilder rb;
+  rb.event("aten::mm", OpKind::kOperator, 0, 10);
+  ProcessInfo main;
+  main.pid = 4000;
+  main.role = "main";
+  rb.run.processes.push_back(main);
+  for (int w = 0; w < 2; ++w) {
+    ProcessInfo p;
+    p.pid = 4001 + w;
+    p.role = "dataloader_worker";
+    p.worker_id = w;
+    p.start_method = "fork";
+    rb.run.processes.push_back(p);
+  }
+  const json doc = write(rb.run);
+  validate(doc);
+  // THEN the main process carries the events under its pid, and every process is named
+  std::map<int64_t, std::string> names;
+  for (const json& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") names[e["pid"]] = e["args"]["name"];
+  EXPECT_EQ(of(doc, "operator").at(0)["pid"], 4000);
+  EXPECT_EQ(names[4000], "python train.py (main)");
+  EXPECT_EQ(names[4001], "DataLoader worker 0 (pid 4001, fork)");
+  EXPECT_EQ(names[4002], "DataLoader worker 1 (pid 4002, fork)");
+}
+
+}  // namespace
+}  // namespace torchneck

@@ -122,10 +122,11 @@ def test_report_rewrites_trace_json(tmp_path):
     # GIVEN a traced run (its Python calls go through profile.spill)
     out, _ = planted(tmp_path, "trace", steps=6, trace_steps=0)
     os.remove(os.path.join(out, "trace.json"))
-    r = subprocess.run([ANALYZE, "report", out], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([ANALYZE, "report", "--trace-steps=1", out], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     doc, by_cat, _ = validate(os.path.join(out, "trace.json"))
     n = doc["otherData"]["window"]["steps_in_window"]
+    assert doc["otherData"]["window"]["steps_option"] == 1 and n == 2  # step 0 is never steady: it and step 1
     assert len([e for e in by_cat["operator"] if e["name"] == "aten::addmm"]) == ADDMM_PER_STEP * n
     assert len([e for e in by_cat["python"] if e["name"] == "planted_call"]) == CALLS_PER_STEP * n
 
