@@ -187,6 +187,7 @@ def run(options):
             ops=options.ops,
             timeline_events_per_thread=options.timeline_events,
             timeline_steps=options.timeline_steps,
+            trace_steps=options.trace_steps,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)

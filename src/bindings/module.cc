@@ -45,6 +45,7 @@ struct SessionOptions {
   size_t timeline_events_per_thread = size_t{1} << 19;
   int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
   double shape_sample_prob = 0.05;
+  int64_t trace_steps = kDefaultTraceSteps;  // trace.json's window (report/trace_json.h)
 };
 
 class Session {
@@ -80,6 +81,10 @@ class Session {
     if (o_.python_mode == "trace") {
       TracerOptions to;
       to.timeline_events_per_thread = o_.timeline_events_per_thread;
+      // trace.json's window holds at most 2 x trace_steps iterations; with
+      // up to two optimizers stepping per iteration, 4 x + 2 boundaries
+      // cover it (Python calls past it are counted, not kept).
+      to.timeline_step_limit = o_.trace_steps > 0 ? 4 * o_.trace_steps + 2 : 0;
       if (!start_tracer(to, &error)) throw std::runtime_error(error);
     } else if (o_.python_mode == "sample") {
       SamplerOptions so;
@@ -365,8 +370,9 @@ PYBIND11_MODULE(_torchneck, m) {
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
-                       int64_t timeline_steps) {
+                       int64_t timeline_steps, int64_t trace_steps) {
              SessionOptions o;
+             o.trace_steps = trace_steps;
              o.timeline_steps = timeline_steps;
              o.modules = modules;
              o.python_mode = python_mode;
@@ -379,7 +385,7 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
-           py::arg("timeline_steps") = 0)
+           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps)
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
            py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
