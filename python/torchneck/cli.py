@@ -28,6 +28,9 @@ options:
   --timeline-steps=N   keep timelines only for the first N training steps
                        (optimizer or ProfilerStep boundaries; default 0: no
                        limit in steps, only --timeline-events)
+  --trace-steps=N      steady steps shown in DIR/trace.json, the timeline for
+                       ui.perfetto.dev or chrome://tracing (default 5, with
+                       the warm-up steps before them; 0: every step kept)
   --spill-interval=S   at most S seconds between periodic spills of the
                        profile to DIR/profile.spill (default 10; 0: none),
                        which `torchneck report DIR` turns into the report
@@ -67,6 +70,7 @@ class Options:
         self.ops = True
         self.timeline_events = 1 << 19
         self.timeline_steps = 0
+        self.trace_steps = 5
         self.spill_interval = 10.0
         self.top = 15
         self.module = None  # -m MODULE
@@ -87,7 +91,8 @@ def _int(name, text, lo, hi):
 # Options that take a value; -o and --output are one option.
 _TAKES_VALUE = {"--python": "--python", "--sample-hz": "--sample-hz", "-o": "--output",
                 "--output": "--output", "--timeline-events": "--timeline-events", "--top": "--top",
-                "--timeline-steps": "--timeline-steps", "--spill-interval": "--spill-interval"}
+                "--timeline-steps": "--timeline-steps", "--spill-interval": "--spill-interval",
+                "--trace-steps": "--trace-steps"}
 
 
 def parse(argv):
@@ -158,6 +163,8 @@ def _set(o, given, name, value):
         o.timeline_events = parsed = _int(name, value, 0, 1 << 30)
     elif name == "--timeline-steps":
         o.timeline_steps = parsed = _int(name, value, 0, 1 << 30)
+    elif name == "--trace-steps":
+        o.trace_steps = parsed = _int(name, value, 0, 1000000)
     elif name == "--spill-interval":
         o.spill_interval = parsed = float(_int(name, value, 0, 86400))
     else:  # --top

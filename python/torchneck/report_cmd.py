@@ -7,16 +7,17 @@ import os
 import sys
 
 USAGE = """\
-usage: torchneck report [--top=N] DIR
+usage: torchneck report [--top=N] [--trace-steps=N] DIR
 
 Rebuilds the report of a run from DIR/profile.spill: after a kill -9, an
 out-of-memory kill or a fatal signal, or to read a report again. Rewrites
-DIR/profile.json and DIR/report.txt.
+DIR/profile.json, DIR/report.txt and DIR/trace.json.
 """
 
 
 def main(argv):
     top = 15
+    trace_steps = 5
     dirs = []
     for arg in argv:
         if arg in ("-h", "--help"):
@@ -29,6 +30,15 @@ def main(argv):
                 top = 0
             if not 1 <= top <= 1000:
                 sys.stderr.write(f"torchneck: --top must be an integer between 1 and 1000, not {arg.split('=', 1)[1]!r}\n")
+                return 2
+        elif arg.startswith("--trace-steps="):
+            value = arg.split("=", 1)[1]
+            try:
+                trace_steps = int(value)
+            except ValueError:
+                trace_steps = -1
+            if not 0 <= trace_steps <= 1000000:
+                sys.stderr.write(f"torchneck: --trace-steps must be an integer between 0 and 1000000, not {value!r}\n")
                 return 2
         elif arg.startswith("-") and arg != "-":
             sys.stderr.write(f"torchneck: unknown option {arg} for report (see torchneck report --help)\n")
@@ -54,7 +64,7 @@ def main(argv):
         sys.stderr.write(f"torchneck: cannot load the native part ({e}); run `make build`\n")
         return 2
     try:
-        text = _torchneck.report_from_spill(out_dir, os.getcwd(), top)
+        text = _torchneck.report_from_spill(out_dir, os.getcwd(), top, trace_steps)
     except RuntimeError as e:
         sys.stderr.write(f"torchneck: {e}\n")
         return 2

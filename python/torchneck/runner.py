@@ -187,6 +187,7 @@ def run(options):
             ops=options.ops,
             timeline_events_per_thread=options.timeline_events,
             timeline_steps=options.timeline_steps,
+            trace_steps=options.trace_steps,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
@@ -242,6 +243,7 @@ def run(options):
             "main_thread_cpu_s": main_cpu,
             "main_thread_runqueue_s": (_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0,
             "top": options.top,
+            "trace_steps": options.trace_steps,
             "thread_names": envfacts.thread_names(),
             "main_tid": threading.main_thread().native_id,
             "notes": facts.notes + guard.notes(),

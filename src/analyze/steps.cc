@@ -160,7 +160,8 @@ namespace {
 // One sweep over all interval boundaries and step boundaries: each
 // elementary segment goes to the step containing it, under the
 // highest-priority phase active there.
-void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps) {
+void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps,
+           std::vector<PhaseSegment>* segments = nullptr) {
   if (steps.empty()) return;
   struct Edge {
     int64_t t;
@@ -201,7 +202,31 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
         break;
       }
     steps[sj].breakdown.ns[phase] += points[k + 1] - t;
+    if (segments != nullptr && phase != static_cast<int>(Phase::kOther)) {
+      auto& seg = *segments;
+      if (!seg.empty() && seg.back().step == sj && seg.back().end_ns == t &&
+          static_cast<int>(seg.back().phase) == phase)
+        seg.back().end_ns = points[k + 1];
+      else
+        seg.push_back({sj, t, points[k + 1], static_cast<Phase>(phase)});
+    }
   }
+}
+
+// The labelled intervals the breakdown is swept from.
+std::vector<PhaseInterval> phase_intervals(const TimelineView& tv, const std::vector<Span>& passes,
+                                           const std::vector<Span>& forward) {
+  const Run& run = tv.run;
+  std::vector<PhaseInterval> intervals;
+  for (const Span& p : passes) intervals.push_back({p.first, p.second, Phase::kBackward});
+  for (const Span& f : forward) intervals.push_back({f.first, f.second, Phase::kForward});
+  for (size_t i : tv.main_events) {
+    const OpEvent& e = run.timeline[i];
+    if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData});
+    else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer});
+    else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward});
+  }
+  return intervals;
 }
 
 }  // namespace
@@ -213,6 +238,15 @@ StepBreakdown attribute_phases(const std::vector<PhaseInterval>& intervals, int6
   one[0].end_ns = end_ns;
   sweep(intervals, one);
   return one[0].breakdown;
+}
+
+std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis) {
+  const TimelineView tv(run);
+  std::vector<Step> steps = analysis.steps;
+  for (Step& s : steps) s.breakdown = StepBreakdown{};
+  std::vector<PhaseSegment> segments;
+  sweep(phase_intervals(tv, backward_passes(tv), module_spans(run)), steps, &segments);
+  return segments;
 }
 
 StepAnalysis analyze_steps(const Run& run) {
@@ -227,16 +261,7 @@ StepAnalysis analyze_steps(const Run& run) {
     st.end_ns = s.second;
     a.steps.push_back(st);
   }
-  std::vector<PhaseInterval> intervals;
-  for (const Span& p : passes) intervals.push_back({p.first, p.second, Phase::kBackward});
-  for (const Span& f : forward) intervals.push_back({f.first, f.second, Phase::kForward});
-  for (size_t i : tv.main_events) {
-    const OpEvent& e = run.timeline[i];
-    if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData});
-    else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer});
-    else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward});
-  }
-  sweep(intervals, a.steps);
+  sweep(phase_intervals(tv, passes, forward), a.steps);
   // Operators per step (all nesting levels) and their self time.
   size_t sj = 0;
   for (size_t i : tv.main_events) {

@@ -53,6 +53,17 @@ struct StepAnalysis {
 
 StepAnalysis analyze_steps(const Run& run);
 
+// The pieces each step's breakdown is made of, for timelines (trace.json):
+// maximal runs of one phase inside one step, in time order, "other" left
+// out. Per step, the segments of a phase sum to its breakdown.ns[phase].
+struct PhaseSegment {
+  size_t step;  // index into StepAnalysis::steps
+  int64_t start_ns;
+  int64_t end_ns;
+  Phase phase;
+};
+std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis);
+
 // Exposed for tests: splits [start, end) among labelled intervals, each
 // instant to the highest-priority (lowest Phase value) interval covering it,
 // the rest to kOther.

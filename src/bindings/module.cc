@@ -45,6 +45,7 @@ struct SessionOptions {
   size_t timeline_events_per_thread = size_t{1} << 19;
   int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
   double shape_sample_prob = 0.05;
+  int64_t trace_steps = kDefaultTraceSteps;  // trace.json's window (report/trace_json.h)
 };
 
 class Session {
@@ -78,7 +79,13 @@ class Session {
       o_.modules = false;
     }
     if (o_.python_mode == "trace") {
-      if (!start_tracer(TracerOptions{}, &error)) throw std::runtime_error(error);
+      TracerOptions to;
+      to.timeline_events_per_thread = o_.timeline_events_per_thread;
+      // trace.json's window holds at most 2 x trace_steps iterations; with
+      // up to two optimizers stepping per iteration, 4 x + 2 boundaries
+      // cover it (Python calls past it are counted, not kept).
+      to.timeline_step_limit = o_.trace_steps > 0 ? 4 * o_.trace_steps + 2 : 0;
+      if (!start_tracer(to, &error)) throw std::runtime_error(error);
     } else if (o_.python_mode == "sample") {
       SamplerOptions so;
       so.hz = o_.sample_hz;
@@ -157,6 +164,9 @@ class Session {
                    const std::string& cwd) {
     Run run = collect(run_info, env);
     const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
+    const int64_t trace_steps =
+        run_info.contains("trace_steps") ? run_info["trace_steps"].cast<int64_t>() : kDefaultTraceSteps;
+    const int64_t pid = run.processes.empty() ? 0 : run.processes.front().pid;
     std::string text, error;
     {
       py::gil_scoped_release nogil;
@@ -183,6 +193,8 @@ class Session {
       out.dir = out_dir;
       out.cwd = cwd;
       out.summary.top_python = out.summary.top_ops = top;
+      out.trace.steps = trace_steps;
+      out.trace.pid = pid;
       std::string write_error;
       text = write_outputs(run, out, &write_error);
       if (error.empty()) error = write_error;
@@ -359,8 +371,9 @@ PYBIND11_MODULE(_torchneck, m) {
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
-                       int64_t timeline_steps) {
+                       int64_t timeline_steps, int64_t trace_steps) {
              SessionOptions o;
+             o.trace_steps = trace_steps;
              o.timeline_steps = timeline_steps;
              o.modules = modules;
              o.python_mode = python_mode;
@@ -373,7 +386,7 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
-           py::arg("timeline_steps") = 0)
+           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps)
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
            py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
@@ -387,7 +400,7 @@ PYBIND11_MODULE(_torchneck, m) {
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
       "report_from_spill",
-      [](const std::string& dir, const std::string& cwd, size_t top) {
+      [](const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
         py::gil_scoped_release nogil;
         Run run = load_run(dir + "/profile.spill");
         // A periodic or crash-time spill has not merged the workers yet; the
@@ -408,9 +421,10 @@ PYBIND11_MODULE(_torchneck, m) {
         out.dir = dir;
         out.cwd = cwd;
         out.summary.top_python = out.summary.top_ops = top;
+        out.trace.steps = trace_steps;
         return write_outputs(run, out);
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15);
+      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

@@ -9,6 +9,7 @@
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
 #include "report/terminal_report.h"
+#include "report/trace_json.h"
 
 namespace torchneck {
 
@@ -34,6 +35,7 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
                             speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
       write_file_atomically(options.dir + "/report.txt", text);
       write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
+      write_file_atomically(options.dir + "/trace.json", trace_json(run, analysis, options.trace));
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();

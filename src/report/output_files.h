@@ -6,6 +6,7 @@
 
 #include "analyze/analysis.h"
 #include "model/run.h"
+#include "report/trace_json.h"
 
 namespace torchneck {
 
@@ -13,6 +14,7 @@ struct OutputOptions {
   std::string dir;
   std::string cwd;
   SummaryOptions summary;
+  TraceJsonOptions trace;  // trace.json: its step window, and the Kineto trace for analyze
 };
 
 // Returns the terminal report text. When a file cannot be written: with

@@ -251,17 +251,19 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   for (const auto& n : run.notes) out += "  " + n + "\n";
   if (!o.output_dir.empty()) {
     section(out, "Files");
-    appendf(out, "  %s/profile.json   machine-readable profile (schema torchneck.profile/1)\n", o.output_dir.c_str());
-    if (run.run.python_mode == "trace")
-      appendf(out, "  %s/python.pstats  python3 -m pstats %s/python.pstats  (or snakeviz)\n",
-              o.output_dir.c_str(), o.output_dir.c_str());
-    appendf(out, "  %s/stacks.folded  flame graph: flamegraph.pl %s/stacks.folded > flame.svg\n", o.output_dir.c_str(),
-            o.output_dir.c_str());
-    appendf(out, "  %s/profile.speedscope.json  speedscope %s/profile.speedscope.json (or drag into https://www.speedscope.app)\n",
-            o.output_dir.c_str(), o.output_dir.c_str());
-    appendf(out, "  %s/report.txt     this report\n", o.output_dir.c_str());
-    appendf(out, "  %s/report.html    open in a browser (self-contained, works offline): xdg-open %s/report.html\n",
-            o.output_dir.c_str(), o.output_dir.c_str());
+    const char* d = o.output_dir.c_str();
+    // The one to open first, then the ones for other tools; how to open each.
+    auto file = [&](const char* name, const std::string& how) {
+      appendf(out, "  %s/%-24s %s\n", d, name, how.c_str());
+    };
+    const std::string dir = o.output_dir;
+    file("report.html", "the report in a browser, self-contained and offline: xdg-open " + dir + "/report.html");
+    file("trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing");
+    file("stacks.folded", "flame graph: flamegraph.pl " + dir + "/stacks.folded > flame.svg");
+    file("profile.speedscope.json", "speedscope " + dir + "/profile.speedscope.json (or drop it on https://www.speedscope.app)");
+    file("profile.json", "machine-readable profile (schema torchneck.profile/1)");
+    if (run.run.python_mode == "trace") file("python.pstats", "python3 -m pstats " + dir + "/python.pstats (or snakeviz)");
+    file("report.txt", "this report");
   }
   return out;
 }

@@ -26,12 +26,13 @@ namespace {
 using namespace torchneck;
 
 constexpr const char* kUsage =
-    "usage: torchneck analyze [-o DIR] [--top=N] TRACE\n"
+    "usage: torchneck analyze [-o DIR] [--top=N] [--trace-steps=N] TRACE\n"
     "\n"
     "Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json or .json.gz file\n"
     "(export_chrome_trace, tensorboard_trace_handler), or a folder of them, one per rank.\n"
     "Prints the report and writes DIR/profile.json and DIR/report.txt (default DIR: a new folder\n"
-    "under ./torchneck-out/).\n";
+    "under ./torchneck-out/), and DIR/trace.json, a timeline of the first steps (--trace-steps=N steady\n"
+    "steps, default 5; 0: all) for https://ui.perfetto.dev or chrome://tracing.\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -40,6 +41,7 @@ struct Usage : std::runtime_error {
 struct Args {
   std::string path, out;
   size_t top = 15;
+  int64_t trace_steps = kDefaultTraceSteps;
 };
 
 Args parse(int argc, char** argv) {
@@ -64,6 +66,12 @@ Args parse(int argc, char** argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 1 || n > 1000) throw Usage("--top must be an integer between 1 and 1000, not '" + v + "'");
       a.top = static_cast<size_t>(n);
+    } else if (s.rfind("--trace-steps", 0) == 0) {
+      const std::string v = value("--trace-steps");
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > 1000000) throw Usage("--trace-steps must be an integer between 0 and 1000000, not '" + v + "'");
+      a.trace_steps = n;
     } else if (!s.empty() && s[0] == '-' && s != "-") {
       throw Usage("unknown option " + s + " (see torchneck analyze --help)");
     } else if (a.path.empty()) {
@@ -191,6 +199,8 @@ int run(int argc, char** argv) {
   std::error_code ec;
   out.cwd = std::filesystem::current_path(ec).string();
   out.summary = so;
+  out.trace.steps = a.trace_steps;
+  out.trace.kineto = &traces.front();  // GPU tracks of the first rank, as its CPU side
   std::string error;
   const std::string text = write_analysed(run, analysis, out, &error);
   phase("reports written");

@@ -9,18 +9,28 @@
 // Hot path: a thread_local read, one FlatMap64 probe, one clock read, and
 // stores into preallocated vectors; allocation only on a function's first
 // sight (per thread) and when the stack outgrows its reservation.
+//
+// Timeline (trace.json): each completed call is also appended to the
+// thread's EventBuffer of PyFrameEvent (one mmap'd chunk per 16384 calls,
+// capped at timeline_events_per_thread), while the step window
+// (core/timeline_window.h) is open and fewer than timeline_step_limit step
+// boundaries have passed; calls past these are counted in
+// Run::dropped_py_frames.
 #include "collect/python/tracer.h"
 
 #include <Python.h>
 #include <frameobject.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "collect/python/py_names.h"
 #include "core/clock.h"
+#include "core/event_buffer.h"
 #include "core/flat_map.h"
 #include "core/threads.h"
+#include "core/timeline_window.h"
 
 namespace torchneck {
 namespace {
@@ -48,7 +58,11 @@ struct Context {
 constexpr uint32_t kNoEdge = 0xffffffffu;
 
 struct ThreadState {
+  explicit ThreadState(size_t timeline_capacity) : frames(timeline_capacity) {}
   uint32_t thread_index = 0;
+  // Completed calls, function ids global (remapped to Run::python at
+  // snapshot). Written by this thread's hook only, read with the GIL held.
+  EventBuffer<PyFrameEvent> frames;
   std::vector<Counters> funcs;  // indexed by global function id
   std::vector<Edge> edges;
   FlatMap64 edge_index{256};    // (caller << 32 | callee) + 1 → edge
@@ -92,7 +106,7 @@ PyObject* new_thread_handle(uint32_t thread_index) {
   }
   auto* h = PyObject_New(ThreadHandle, g_handle_type);
   if (h == nullptr) return nullptr;
-  auto ts = std::make_unique<ThreadState>();
+  auto ts = std::make_unique<ThreadState>(g_state->options.timeline_events_per_thread);
   ts->thread_index = thread_index;
   ts->stack.reserve(256);
   ts->funcs.reserve(g_state->functions.size() + 64);
@@ -154,6 +168,16 @@ inline void leave(ThreadState* ts, int64_t now) {
   const int64_t tt = now - ctx.t0;
   const int64_t it = tt - ctx.sub_ns;
   if (!ts->stack.empty()) ts->stack.back().sub_ns += tt;
+  if (ts->frames.capacity() > 0) {
+    const TimelineWindow& window = timeline_window();
+    const int64_t limit = g_state->options.timeline_step_limit;
+    if (window.open() && (limit == 0 || window.boundaries.load(std::memory_order_relaxed) < limit)) {
+      ts->frames.append(PyFrameEvent{ctx.t0, now, ctx.func, ts->thread_index,
+                                     static_cast<uint32_t>(ts->stack.size())});
+    } else {
+      ts->frames.drop();
+    }
+  }
   account(ts->funcs[ctx.func], tt, it);
   if (ctx.edge != kNoEdge) account(ts->edges[ctx.edge].c, tt, it);
 }
@@ -318,6 +342,23 @@ void snapshot_tracer(Run& run) {
     out_index[f] = static_cast<uint32_t>(run.python.size());
     run.python.push_back(std::move(s));
   }
+  // The timeline: every completed call has calls >= 1, so its function is
+  // in run.python.
+  const size_t first_frame = run.py_frames.size();
+  for (auto& ts : g_state->threads) {
+    ts->frames.for_each([&](const PyFrameEvent& f) {
+      PyFrameEvent out = f;
+      out.function = out_index[f.function];
+      if (out.function != 0xffffffffu) run.py_frames.push_back(out);
+    });
+    run.dropped_py_frames += ts->frames.dropped();
+  }
+  std::sort(run.py_frames.begin() + static_cast<std::ptrdiff_t>(first_frame), run.py_frames.end(),
+            [](const PyFrameEvent& a, const PyFrameEvent& b) {
+              if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+              if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
+              return a.depth < b.depth;
+            });
   for (auto& ts : g_state->threads) {
     for (const Edge& e : ts->edges) {
       if (e.c.calls == 0) continue;

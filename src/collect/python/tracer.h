@@ -11,6 +11,13 @@ namespace torchneck {
 
 struct TracerOptions {
   bool builtins = true;  // profile C functions too, as cProfile does
+  // Completed calls kept per thread for the timeline (Run::py_frames), while
+  // the step window is open; 0: no timeline.
+  size_t timeline_events_per_thread = size_t{1} << 19;
+  // Calls are kept only until this many step boundaries have passed (0: no
+  // limit): trace.json shows the first few steps only, and keeping a call
+  // costs tens of ns where fresh memory is slow to touch (a VM).
+  int64_t timeline_step_limit = 0;
 };
 
 // Caller holds the GIL. Hooks the calling thread, every existing thread, and
@@ -18,7 +25,8 @@ struct TracerOptions {
 bool start_tracer(const TracerOptions& options, std::string* error);
 // Caller holds the GIL. Unhooks every thread.
 void stop_tracer();
-// Caller holds the GIL. Fills run.python with the merged per-thread stats.
+// Caller holds the GIL. Fills run.python with the merged per-thread stats,
+// and run.py_frames / run.dropped_py_frames with the timeline window.
 void collect_tracer(Run& run);
 // Caller holds the GIL (the hook only runs with it). The statistics of the
 // calls completed so far, without unhooking or clearing (periodic spills).

@@ -1,0 +1,284 @@
+#include "report/trace_json.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "report/appendf.h"
+#include "report/json_writer.h"
+#include "report/trace_json_internal.h"
+
+namespace torchneck {
+namespace trace_detail {
+
+const char* slice_cat_name(SliceCat c) {
+  switch (c) {
+    case SliceCat::kStep: return "step";
+    case SliceCat::kPhase: return "phase";
+    case SliceCat::kModule: return "module";
+    case SliceCat::kUserScope: return "user_scope";
+    case SliceCat::kOperator: return "operator";
+    case SliceCat::kBackward: return "backward";
+    case SliceCat::kTorchScript: return "torchscript";
+    case SliceCat::kRuntime: return "cuda_runtime";
+    case SliceCat::kPython: return "python";
+    case SliceCat::kSample: return "python_sampled";
+    case SliceCat::kKernel: return "kernel";
+    case SliceCat::kMemcpy: return "gpu_memcpy";
+    case SliceCat::kMemset: return "gpu_memset";
+  }
+  return "other";
+}
+
+// Under the event cap, lower goes first.
+int priority(SliceCat c) {
+  switch (c) {
+    case SliceCat::kStep:
+    case SliceCat::kPhase: return 0;
+    case SliceCat::kModule:
+    case SliceCat::kUserScope: return 1;
+    case SliceCat::kOperator:
+    case SliceCat::kBackward:
+    case SliceCat::kTorchScript: return 2;
+    case SliceCat::kRuntime:
+    case SliceCat::kKernel:
+    case SliceCat::kMemcpy:
+    case SliceCat::kMemset: return 3;
+    case SliceCat::kPython:
+    case SliceCat::kSample: return 4;
+  }
+  return 5;
+}
+
+// Identical spans: which one is drawn outside.
+uint8_t rank(SliceCat c) {
+  switch (c) {
+    case SliceCat::kStep: return 0;
+    case SliceCat::kPhase: return 1;
+    case SliceCat::kUserScope: return 2;
+    case SliceCat::kModule: return 3;
+    default: return 4;
+  }
+}
+
+std::string cut_name(std::string_view name, size_t max_chars) {
+  if (name.size() <= max_chars) return std::string(name);
+  size_t n = max_chars;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 characters
+  return std::string(name.substr(0, n)) + "...";
+}
+
+void append_us(std::string& out, int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  appendf(out, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+}
+
+void append_str(std::string& out, std::string_view s) {
+  out += '"';
+  append_json_escaped(out, s);
+  out += '"';
+}
+
+void add_arg(std::string& args, std::string_view key, std::string_view text) {
+  if (!args.empty()) args += ',';
+  append_str(args, key);
+  args += ':';
+  append_str(args, text);
+}
+
+void add_arg(std::string& args, std::string_view key, int64_t v) {
+  if (!args.empty()) args += ',';
+  append_str(args, key);
+  appendf(args, ":%lld", static_cast<long long>(v));
+}
+
+void add_arg_ms(std::string& args, std::string_view key, int64_t ns) {
+  if (!args.empty()) args += ',';
+  append_str(args, key);
+  appendf(args, ":%.3f", static_cast<double>(ns) / 1e6);
+}
+
+// A flow end sits mid-way in a stretch of its slice no child covers, at
+// least this long, so that a viewer reading microseconds through a double
+// (1 ns off) still finds it inside that stretch.
+constexpr int64_t kMinFreeNs = 4;
+
+// Sorts each track's slices (start, longer first, outer rank first), clamps
+// partial overlaps to the parent's end, and finds for each slice an instant
+// that no child covers, where a flow arrow binds to it and not to a child.
+size_t nest(std::vector<Slice>& slices) {
+  std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    if (a.pid != b.pid) return a.pid < b.pid;
+    if (a.tid != b.tid) return a.tid < b.tid;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.depth < b.depth;
+  });
+  struct Open {
+    size_t index;
+    int64_t cursor;  // end of the last direct child
+  };
+  std::vector<Open> stack;
+  size_t clamped = 0;
+  auto close = [&](Open o) {
+    Slice& s = slices[o.index];
+    if (s.free_point < 0 && s.end - o.cursor >= kMinFreeNs) s.free_point = o.cursor + (s.end - o.cursor) / 2;
+    if (!stack.empty()) stack.back().cursor = std::max(stack.back().cursor, s.end);
+  };
+  for (size_t i = 0; i < slices.size(); ++i) {
+    Slice& s = slices[i];
+    s.free_point = -1;
+    if (!stack.empty()) {
+      const Slice& top = slices[stack.back().index];
+      if (top.pid != s.pid || top.tid != s.tid) {
+        while (!stack.empty()) {
+          const Open o = stack.back();
+          stack.pop_back();
+          close(o);
+        }
+      }
+    }
+    while (!stack.empty() && slices[stack.back().index].end <= s.start) {
+      const Open o = stack.back();
+      stack.pop_back();
+      close(o);
+    }
+    if (!stack.empty()) {
+      Open& parent = stack.back();
+      Slice& p = slices[parent.index];
+      if (s.end > p.end) {
+        s.end = p.end;
+        s.clamped = true;
+        ++clamped;
+      }
+      if (p.free_point < 0 && s.start - parent.cursor >= kMinFreeNs) p.free_point = parent.cursor + (s.start - parent.cursor) / 2;
+    }
+    stack.push_back(Open{i, s.start});
+  }
+  while (!stack.empty()) {
+    const Open o = stack.back();
+    stack.pop_back();
+    close(o);
+  }
+  return clamped;
+}
+
+}  // namespace trace_detail
+
+using namespace trace_detail;
+
+namespace {
+
+// Window bounds from the steps: the first step through the options.steps-th
+// steady one (at most 2 x options.steps steps). Events before the first step
+// (model set-up) are kept: the collectors' own windows bound them.
+struct Window {
+  int64_t start = std::numeric_limits<int64_t>::min();
+  int64_t end = std::numeric_limits<int64_t>::max();
+  size_t steps = 0;  // steps in the window
+  bool limited = false;
+  bool overlaps(int64_t s, int64_t e) const { return s < end && e > start; }
+};
+
+Window choose_window(const StepAnalysis& sa, int64_t max_steady) {
+  Window w;
+  w.steps = sa.steps.size();
+  if (sa.steps.empty() || max_steady <= 0) return w;
+  const size_t limit = static_cast<size_t>(max_steady);
+  size_t steady = 0, last = 0;
+  for (size_t i = 0; i < sa.steps.size(); ++i) {
+    last = i;
+    if (sa.steps[i].steady && ++steady >= limit) break;
+  }
+  last = std::min(last, 2 * limit - 1);
+  if (last + 1 >= sa.steps.size()) return w;  // the whole timeline fits
+  w.end = sa.steps[last].end_ns;
+  w.steps = last + 1;
+  w.limited = true;
+  return w;
+}
+
+}  // namespace
+
+std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& o) {
+  TraceBuilder b(run, analysis, o);
+  const Window w = choose_window(analysis.steps, o.steps);
+  b.window_start = w.start;
+  b.window_end = w.end;
+  b.add_steps(w.steps);
+  b.add_timeline();
+  b.add_modules();
+  b.add_python_frames();
+  b.add_samples();
+  if (o.kineto != nullptr) b.add_gpu(*o.kineto);
+  b.apply_cap();
+  b.clamped = nest(b.slices);
+  b.add_flows();
+
+  std::string out;
+  out.reserve(b.slices.size() * 140 + 4096);
+  out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto next = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  for (const std::string& m : b.metadata_events()) {
+    next();
+    out += m;
+  }
+  for (const Slice& s : b.slices) {
+    next();
+    out += "{\"ph\":\"X\",\"cat\":\"";
+    out += slice_cat_name(s.cat);
+    out += "\",\"name\":";
+    append_str(out, s.name);
+    appendf(out, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(s.pid), static_cast<long long>(s.tid));
+    append_us(out, s.start - b.base);
+    out += ",\"dur\":";
+    append_us(out, s.end - s.start);
+    if (!s.args.empty() || s.clamped) {
+      out += ",\"args\":{";
+      out += s.args;
+      if (s.clamped) out += s.args.empty() ? "\"clamped\":true" : ",\"clamped\":true";
+      out += '}';
+    }
+    out += '}';
+  }
+  for (const Flow& f : b.flows) {
+    for (int end = 0; end < 2; ++end) {
+      const Slice& s = b.slices[end == 0 ? f.from : f.to];
+      next();
+      appendf(out, "{\"ph\":\"%s\",\"id\":%llu,\"cat\":\"%s\",\"name\":\"%s\",\"bp\":\"e\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+              end == 0 ? "s" : "f", static_cast<unsigned long long>(f.id), f.cat, f.cat,
+              static_cast<long long>(s.pid), static_cast<long long>(s.tid));
+      append_us(out, s.free_point - b.base);
+      out += '}';
+    }
+  }
+  if (w.limited) {
+    next();
+    std::string args;
+    add_arg(args, "steps_in_window", static_cast<int64_t>(w.steps));
+    add_arg(args, "steps_in_run", static_cast<int64_t>(analysis.steps.count));
+    out += "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"window\",\"name\":";
+    append_str(out, "trace window ends (--trace-steps): later steps left out");
+    appendf(out, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(b.main_pid), static_cast<long long>(kStepsTid));
+    append_us(out, w.end - b.base);
+    out += ",\"args\":{" + args + "}}";
+  }
+  out += "\n],\n\"otherData\":";
+  out += b.other_data(w.steps, w.limited, analysis.steps.count);
+  out += "}\n";
+  return out;
+}
+
+}  // namespace torchneck

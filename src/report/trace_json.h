@@ -1,0 +1,51 @@
+// trace.json: the run as a timeline in the Chrome Trace Event Format (JSON
+// object form), for https://ui.perfetto.dev or chrome://tracing.
+//
+// What it holds (docs/trace-json.md): a "Steps" track with each step and its
+// phases (data wait, forward, backward, optimizer: the segments the step
+// breakdown sums, analyze/steps.h); per thread, the operators, backward
+// nodes, user scopes and nn.Module scopes; per thread a second track with
+// the Python frames (trace mode) or the sampled stacks (sample mode);
+// forward→backward flow arrows; for an analysed Kineto trace, one process
+// per GPU with a track per stream (kernels, memcpy, memset) and CPU→GPU
+// launch arrows. DataLoader worker processes are named.
+//
+// Size is bounded: only a window of steps is written (the first step and
+// the following ones up to the N-th steady step), and at most max_events
+// slices in all; otherData.left_out says what was left out and why.
+// Slices on one track always nest (a partial overlap is clamped to its
+// parent's end and counted), so every viewer draws the same picture.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "analyze/analysis.h"
+#include "ingest/kineto_trace.h"
+#include "model/run.h"
+
+namespace torchneck {
+
+constexpr int64_t kDefaultTraceSteps = 5;
+
+struct TraceJsonOptions {
+  // Steady steps in the window (warm-up steps before them come along, at
+  // most as many again); 0: every step of the timeline.
+  int64_t steps = kDefaultTraceSteps;
+  // Slices written at most; past it, the least important go first (Python
+  // frames and samples, then GPU work, then the deepest operators).
+  size_t max_events = 250000;
+  // Names longer than this are cut (some C++ kernel names run to kilobytes).
+  size_t max_name_chars = 300;
+  // `torchneck analyze`: the trace the Run came from, for the GPU tracks and
+  // the CUDA runtime calls. Not owned; may be null.
+  const kineto::Trace* kineto = nullptr;
+  // The main process's id when the Run does not say (no worker processes);
+  // 0: unknown (then 1).
+  int64_t pid = 0;
+};
+
+std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);
+
+}  // namespace torchneck

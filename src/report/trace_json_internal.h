@@ -1,0 +1,103 @@
+// trace.json's pieces (report/trace_json.h), shared by trace_json.cc (the
+// window, nesting and writing) and trace_json_tracks.cc (what goes on which
+// track). Not for other users.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "report/trace_json.h"
+
+namespace torchneck::trace_detail {
+
+enum class SliceCat : uint8_t {
+  kStep, kPhase, kModule, kUserScope, kOperator, kBackward, kTorchScript, kRuntime,
+  kPython, kSample, kKernel, kMemcpy, kMemset,
+};
+constexpr int kNumSliceCats = 13;
+const char* slice_cat_name(SliceCat c);
+int priority(SliceCat c);
+uint8_t rank(SliceCat c);
+
+// Synthetic thread ids: the Steps track, and each thread's Python track
+// (kPythonTidBase + thread index). Linux thread ids stay below 2^22.
+constexpr int64_t kStepsTid = 999999999;
+constexpr int64_t kPythonTidBase = 1000000000;
+// GPU processes: kGpuPidBase + device.
+constexpr int64_t kGpuPidBase = 1000000;
+
+// What a slice came from, for flows.
+enum class Ref : uint8_t { kNone, kTimeline, kKineto };
+
+struct Slice {
+  int64_t pid = 0, tid = 0;
+  int64_t start = 0, end = 0;
+  SliceCat cat = SliceCat::kOperator;
+  uint8_t rank = 4;
+  bool clamped = false;  // its end was cut to its parent's (partial overlap)
+  uint32_t depth = 0;
+  Ref ref_kind = Ref::kNone;
+  size_t ref = 0;        // index into Run::timeline or kineto::Trace::events
+  int64_t free_point = -1;  // an instant inside it that no child covers, -1 none
+  std::string name;
+  std::string args;  // JSON object members, without braces
+};
+
+struct Flow {
+  uint64_t id;
+  size_t from, to;  // indices into slices
+  const char* cat;  // "fwdbwd", "ac2g"
+};
+
+struct TraceBuilder {
+  TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o);
+
+  void add_steps(size_t steps_in_window);
+  void add_timeline();
+  void add_modules();
+  void add_python_frames();
+  void add_samples();
+  void add_gpu(const kineto::Trace& trace);
+  void apply_cap();
+  void add_flows();
+  std::vector<std::string> metadata_events() const;
+  std::string other_data(size_t steps_in_window, bool limited, size_t steps_in_run) const;
+
+  void add(Slice s);  // keeps it when it overlaps the window, else counts it
+  int64_t pid_of(uint32_t thread) const;
+  int64_t tid_of(uint32_t thread) const;
+  int64_t python_sort_index(uint32_t thread) const;
+
+  const Run& run;
+  const Analysis& analysis;
+  const TraceJsonOptions& options;
+  int64_t window_start = 0, window_end = 0;
+  int64_t base = 0;  // ts 0 in the file
+  int64_t main_pid = 1;
+  std::vector<int64_t> thread_pid, thread_tid;  // by thread index
+  std::vector<Slice> slices;
+  std::vector<Flow> flows;
+  uint64_t outside_window[kNumSliceCats] = {};
+  uint64_t over_cap[kNumSliceCats] = {};
+  uint64_t unbound_flows = 0;  // an end had no instant free of children
+  size_t clamped = 0;
+  bool gpu = false;
+  // Extra tracks (pid, tid) -> name, sort index: steps, Python, GPU streams,
+  // Kineto threads with only runtime calls.
+  std::map<std::pair<int64_t, int64_t>, std::pair<std::string, int64_t>> track_names;
+  std::map<int64_t, std::pair<std::string, int64_t>> process_names;
+};
+
+size_t nest(std::vector<Slice>& slices);
+std::string cut_name(std::string_view name, size_t max_chars);
+void append_us(std::string& out, int64_t ns);
+void append_str(std::string& out, std::string_view s);
+void add_arg(std::string& args, std::string_view key, std::string_view text);
+void add_arg(std::string& args, std::string_view key, int64_t v);
+void add_arg_ms(std::string& args, std::string_view key, int64_t ns);
+
+}  // namespace torchneck::trace_detail
