@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace torchneck::kineto::detail {
 
 struct ExactTime {
@@ -39,7 +43,9 @@ struct EventsLayout {
 class TimeScanner {
  public:
   // Reads `text`, and overwrites each "ts"/"dur" number it reads exactly
-  // with a 0 of the same width (the buffer is ours: a padded copy).
+  // with a 0 of the same width (the buffer is ours: a padded copy). At least
+  // 16 readable bytes must follow text + size (simdjson's padding: 64): the
+  // byte searches read 16 at a time and ignore what lies past the end.
   explicit TimeScanner(char* text, size_t size) : base_(text), p_(text), end_(text + size) {}
 
   EventsLayout layout;
@@ -78,7 +84,30 @@ class TimeScanner {
 
  private:
   void ws() {
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;  // the usual case: no blank at all
+#if defined(__SSE2__)
+    // Pretty-printed traces indent every line: runs of blanks, 16 at a time.
+    const __m128i space = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t');
+    while (p_ < end_) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+      const __m128i blank = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, nl)),
+                                         _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
+      const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(blank)) & 0xFFFFu;
+      if (other != 0) {
+        p_ = std::min(p_ + __builtin_ctz(other), end_);
+        return;
+      }
+      p_ += 16;
+    }
+    p_ = end_;
+#else
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+#endif
+  }
+  // Short keys compared without a call.
+  static bool is(std::string_view key, const char (&lit)[3]) { return key.size() == 2 && key[0] == lit[0] && key[1] == lit[1]; }
+  static bool is(std::string_view key, const char (&lit)[4]) {
+    return key.size() == 3 && key[0] == lit[0] && key[1] == lit[1] && key[2] == lit[2];
   }
   // At a '"': returns the raw content (escapes left as they are; keys we
   // look for have none) and moves past the closing quote.
@@ -86,8 +115,8 @@ class TimeScanner {
     if (p_ >= end_ || *p_ != '"') return {};
     const char* start = ++p_;
     while (p_ < end_) {
-      const char* q = static_cast<const char*>(std::memchr(p_, '"', static_cast<size_t>(end_ - p_)));
-      if (q == nullptr) {
+      const char* q = find_quote(p_);
+      if (q == end_) {
         p_ = end_;
         return {};
       }
@@ -99,6 +128,47 @@ class TimeScanner {
     }
     return {};
   }
+  // The first '"' at or after p (p < end_), or end_ if there is none before it.
+  const char* find_quote(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    for (; p < end_; p += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
+      if (m != 0) {
+        const char* q = p + __builtin_ctz(m);
+        return q < end_ ? q : end_;
+      }
+    }
+    return end_;
+#else
+    const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(end_ - p)));
+    return q == nullptr ? end_ : q;
+#endif
+  }
+  // The first of " { } [ ] at or after p (p < end_), or end_.
+  const char* find_structural(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'),
+                  open_sq = _mm_set1_epi8('['), close_sq = _mm_set1_epi8(']');
+    for (; p < end_; p += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, open)),
+                                       _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, close), _mm_cmpeq_epi8(v, open_sq)),
+                                                    _mm_cmpeq_epi8(v, close_sq)));
+      const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(hit));
+      if (m != 0) {
+        const char* q = p + __builtin_ctz(m);
+        return q < end_ ? q : end_;
+      }
+    }
+    return end_;
+#else
+    for (; p < end_; ++p)
+      if (*p == '"' || *p == '{' || *p == '}' || *p == '[' || *p == ']') return p;
+    return end_;
+#endif
+  }
   void skip_value() {
     ws();
     if (p_ >= end_) return;
@@ -109,6 +179,8 @@ class TimeScanner {
     if (*p_ == '{' || *p_ == '[') {
       int depth = 0;
       while (p_ < end_) {
+        p_ = find_structural(p_);  // nothing else changes the depth
+        if (p_ >= end_) return;
         const char c = *p_;
         if (c == '"') {
           string();
@@ -116,11 +188,27 @@ class TimeScanner {
         }
         ++p_;
         if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) return;
+        else if (--depth == 0) return;
       }
       return;
     }
-    while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']') ++p_;  // a number, true, false, null
+    // A number, true, false, null: up to the next , } or ].
+#if defined(__SSE2__)
+    const __m128i comma = _mm_set1_epi8(','), close = _mm_set1_epi8('}'), close_sq = _mm_set1_epi8(']');
+    while (p_ < end_) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+      const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(
+          _mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_or_si128(_mm_cmpeq_epi8(v, close), _mm_cmpeq_epi8(v, close_sq)))));
+      if (m != 0) {
+        p_ = std::min(p_ + __builtin_ctz(m), end_);
+        return;
+      }
+      p_ += 16;
+    }
+    p_ = end_;
+#else
+    while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']') ++p_;
+#endif
   }
   void events(std::vector<ExactTime>& out) {
     bool expect_element = true;
@@ -170,8 +258,9 @@ class TimeScanner {
         const char* start = p_;
         skip_value();  // any value, whatever its type
         int64_t ns = 0;
-        if ((key == "ts" || key == "dur") && decimal_us_to_ns(start, p_, ns)) {
-          (key == "ts" ? t.ts_ns : t.dur_ns) = ns;
+        const bool ts = is(key, "ts");
+        if ((ts || is(key, "dur")) && decimal_us_to_ns(start, p_, ns)) {
+          (ts ? t.ts_ns : t.dur_ns) = ns;
           // Read here, exactly: the DOM need not convert it to a double, a
           // slow path for 19-digit numbers (a fifth of the whole parse).
           char* w = const_cast<char*>(start);
