@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <optional>
+#include <thread>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
@@ -114,11 +116,57 @@ std::string_view as_string(dom::element v, const char* what) {
 
 class Parser {
  public:
+  // `exact`: per traceEvents element; `first` the index of the first element
+  // this parser reads. A parser for a later part of the events array
+  // (`later` = true, run on another thread) keeps what depends on what came
+  // before (string ids, [memory] running sums, metadata) aside for merge().
   Parser(Trace& t, const std::function<void(size_t, size_t)>& progress, size_t total,
-         std::vector<ExactTime> exact)
-      : t_(t), progress_(progress), total_(total), exact_(std::move(exact)) {}
+         const std::vector<ExactTime>& exact, size_t first = 0, bool later = false)
+      : t_(t), progress_(progress), total_(total), exact_(exact), index_(first), later_(later) {}
 
   size_t parsed() const { return index_; }
+  // The events go to slots[0], slots[1]... instead of being appended (two
+  // parsers filling two ranges of one array: no second copy of the events).
+  std::vector<Event>& events() { return t_.events; }
+  void write_to(Event* slots) { slots_ = slots; }
+  size_t written() const { return written_; }
+  const std::function<void(size_t, size_t)>& progress() const { return progress_; }
+  // A later parser met an id it cannot tell from its own temporary ones.
+  bool ambiguous() const { return ambiguous_; }
+
+  // Appends what a later parser read (the elements right after ours), as
+  // if this parser had read them itself.
+  void merge(Parser& o) {
+    std::vector<uint32_t> name_id(o.t_.names.size());
+    for (size_t i = 0; i < o.t_.names.size(); ++i) name_id[i] = intern(o.t_.names[i]);
+    std::vector<int64_t> string_id(o.later_strings_.size());
+    for (size_t i = 0; i < o.later_strings_.size(); ++i) string_id[i] = string_id_of(o.later_strings_[i]);
+    auto id = [&](int64_t v) {
+      return v >= kLaterIds && v < kLaterIds + static_cast<int64_t>(string_id.size()) ? string_id[static_cast<size_t>(v - kLaterIds)] : v;
+    };
+    // Ours are t_.events[0, written_), the other's [o_first, o_first + o.written_):
+    // moved down behind ours.
+    const size_t o_first = static_cast<size_t>(o.slots_ - t_.events.data());
+    for (size_t i = 0; i < o.written_; ++i) {
+      Event& e = t_.events[written_ + i];
+      e = t_.events[o_first + i];
+      e.name = name_id[e.name];
+      e.pid = id(e.pid);
+      e.tid = id(e.tid);
+      e.stream = id(e.stream);
+    }
+    t_.events.resize(written_ + o.written_);
+    slots_ = nullptr;
+    for (Flow f : o.t_.flows) {
+      f.id = id(f.id);
+      f.pid = id(f.pid);
+      f.tid = id(f.tid);
+      t_.flows.push_back(f);
+    }
+    for (const auto& m : o.later_memory_) apply_memory(m);
+    for (const auto& m : o.later_meta_) meta(m.process, id(m.pid), id(m.tid), m.name);
+    index_ = o.index_;
+  }
   // The events, one parsed document each (see parse_padded).
   void event_element(dom::element item) {
     dom::object o;
@@ -163,21 +211,43 @@ class Parser {
   }
 
  private:
+  // A later parser numbers the names it meets from here, in order of first
+  // appearance, and merge() maps them to the ids they get in file order.
+  static constexpr int64_t kLaterIds = INT64_MIN;
+  static constexpr int64_t kLaterIdsEnd = INT64_MIN + (int64_t{1} << 40);
+
   int64_t id_of(dom::element v) {
-    if (!v.is_string()) return as_int(v);
+    if (!v.is_string()) return checked(as_int(v));
     std::string_view s = v.get_string().value_unsafe();
     int64_t n = 0;
     std::string_view digits = s;
     if (digits.rfind("stream ", 0) == 0) digits.remove_prefix(7);
     const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (r.ec == std::errc() && r.ptr == digits.data() + digits.size()) return n;
+    if (r.ec == std::errc() && r.ptr == digits.data() + digits.size()) return checked(n);
     // A name ("Spans", "Traces"): a stable negative id per distinct name.
     key_.assign(s);
-    auto it = string_ids_.find(key_);
+    if (later_) {
+      auto it = later_ids_.find(key_);
+      if (it != later_ids_.end()) return it->second;
+      const int64_t id = kLaterIds + static_cast<int64_t>(later_strings_.size());
+      later_strings_.push_back(key_);
+      later_ids_.emplace(key_, id);
+      return id;
+    }
+    return string_id_of(key_);
+  }
+  int64_t string_id_of(const std::string& s) {
+    auto it = string_ids_.find(s);
     if (it != string_ids_.end()) return it->second;
     const int64_t id = -1 - static_cast<int64_t>(string_ids_.size());
-    string_ids_.emplace(key_, id);
+    string_ids_.emplace(s, id);
     return id;
+  }
+  // A number in the range of a later parser's temporary ids (only a string
+  // of digits can give one): that parser's work is redone in order.
+  int64_t checked(int64_t n) {
+    if (later_ && n < kLaterIdsEnd) ambiguous_ = true;
+    return n;
   }
 
   // A name costs one hash per event and an allocation only the first time:
@@ -288,8 +358,10 @@ class Parser {
       if (have_args) args(arg_object, e);
       e.cat = category(cat);
       e.name = intern(name);
+      if (later_ && e.stream < kLaterIdsEnd) ambiguous_ = true;  // merge() could not tell it from a tid's id
       if (is_gpu_work(e.cat) && e.stream < 0) e.stream = e.tid;
-      t_.events.push_back(e);
+      if (slots_ != nullptr) slots_[written_++] = e;
+      else t_.events.push_back(e);
     } else if ((ph == "s" || ph == "f") && have_id) {
       Flow f;
       f.id = flow_id;
@@ -304,10 +376,26 @@ class Parser {
     } else if (ph == "M" && have_args) {
       for (auto [k, v] : arg_object)
         if (k == "name" && v.is_string()) meta_name = v.get_string().value_unsafe();
-      if (name == "process_name") t_.process_names[e.pid] = std::string(meta_name);
-      else if (name == "thread_name") t_.thread_names[{e.pid, e.tid}] = std::string(meta_name);
+      const bool process = name == "process_name";
+      if (!process && name != "thread_name") return;
+      if (later_) later_meta_.push_back({process, e.pid, e.tid, std::string(meta_name)});
+      else meta(process, e.pid, e.tid, std::string(meta_name));
     }
   }
+
+  void meta(bool process, int64_t pid, int64_t tid, std::string name) {
+    if (process) t_.process_names[pid] = std::move(name);
+    else t_.thread_names[{pid, tid}] = std::move(name);
+  }
+
+  struct MemoryEvent {
+    int64_t type, device, bytes, allocated, reserved;
+  };
+  struct MetaEvent {
+    bool process;
+    int64_t pid, tid;
+    std::string name;
+  };
 
   void memory(dom::object a) {
     int64_t type = -1, device = -1, bytes = 0, allocated = -1, reserved = -1;
@@ -319,6 +407,12 @@ class Parser {
       else if (k == "Total Allocated") allocated = as_int(v);
       else if (k == "Total Reserved") reserved = as_int(v);
     }
+    if (later_) later_memory_.push_back({type, device, bytes, allocated, reserved});
+    else apply_memory({type, device, bytes, allocated, reserved});
+  }
+
+  void apply_memory(const MemoryEvent& x) {
+    const auto [type, device, bytes, allocated, reserved] = x;
     if (type != 1 || device < 0) return;  // c10::DeviceType CUDA (ROCm reports as CUDA)
     MemoryUse& m = t_.device_memory[device];
     ++m.events;
@@ -385,9 +479,17 @@ class Parser {
   Trace& t_;
   const std::function<void(size_t, size_t)>& progress_;
   size_t total_;
-  std::vector<ExactTime> exact_;  // per traceEvents element
+  const std::vector<ExactTime>& exact_;  // per traceEvents element
+  Event* slots_ = nullptr;
+  size_t written_ = 0;
   size_t index_ = 0;             // of the element being read
+  bool later_ = false;
+  bool ambiguous_ = false;
   std::unordered_map<std::string, int64_t> string_ids_;
+  std::unordered_map<std::string, int64_t> later_ids_;  // a later parser's temporary ids
+  std::vector<std::string> later_strings_;
+  std::vector<MemoryEvent> later_memory_;
+  std::vector<MetaEvent> later_meta_;
   std::deque<std::string> name_store_;
   std::unordered_map<std::string_view, uint32_t> name_ids_;
 };
@@ -496,6 +598,63 @@ void sort_events(std::vector<Event>& events) {
   }
 }
 
+size_t parallel_min_events = 8192;  // below this, one thread (detail::set_parallel_min_events)
+
+// The events of [b, b + len) as a stream of small documents into p; false
+// on any error (the caller then redoes the whole array in one pass, which
+// reports it). `progress` only from the main thread.
+bool stream_events(Parser& p, const char* b, size_t len, size_t batch, size_t count,
+                   const std::function<void(size_t, size_t)>* progress, size_t offset, size_t total) noexcept {
+  try {
+    dom::parser parser;
+    simdjson::dom::document_stream docs;
+    if (parser.parse_many(reinterpret_cast<const uint8_t*>(b), len, batch).get(docs)) return false;
+    size_t n = 0;
+    for (auto doc : docs) {
+      dom::element el;
+      if (doc.get(el)) return false;
+      p.event_element(el);
+      if (progress != nullptr && *progress && (++n & 0x3FFF) == 0)
+        (*progress)(offset + docs.size_in_bytes() * n / std::max<size_t>(1, count), total);
+    }
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// The two halves of the events array, split at the comma in the middle, on
+// two threads; the second half's reading merged into p as if p had read it.
+bool events_in_two(Parser& p, const char* buf, const EventsLayout& layout, size_t batch,
+                   const std::vector<ExactTime>& exact, size_t total) {
+  const size_t mid = layout.elements / 2;
+  if (layout.commas.size() != layout.elements - 1) return false;
+  const size_t first = layout.begin + 1, cut = layout.commas[mid - 1];
+  Trace later_trace;
+  const std::function<void(size_t, size_t)> none;
+  Parser later(later_trace, none, total, exact, mid, /*later=*/true);
+  // One array for both: an element gives at most one event, so the first
+  // half's fill [0, mid) and the second's from mid on.
+  std::vector<Event>& events = p.events();
+  events.resize(layout.elements);
+  p.write_to(events.data());
+  later.write_to(events.data() + mid);
+  bool later_ok = false;
+  std::thread worker;
+  try {
+    worker = std::thread([&] {
+      later_ok = stream_events(later, buf + cut + 1, layout.end - cut - 1, batch, layout.elements - mid, nullptr, 0, total);
+    });
+  } catch (...) {
+    return false;  // no thread: one pass
+  }
+  const bool ok = stream_events(p, buf + first, cut - first, batch, mid, &p.progress(), first, total);
+  worker.join();
+  if (!ok || !later_ok || p.parsed() != mid || later.parsed() != layout.elements || later.ambiguous()) return false;
+  p.merge(later);
+  return true;
+}
+
 Trace parse_padded(simdjson::padded_string& json, const std::string& path,
                    const std::function<void(size_t, size_t)>& progress) {
   Trace t;
@@ -511,18 +670,19 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
   std::vector<ExactTime> exact = scanner.scan();
   const EventsLayout& layout = scanner.layout;
   ingest_phase("scan");
-  Parser p(t, progress, text.size(), std::move(exact));
+  std::optional<Parser> p;
 
   if (!layout.found || !layout.well_separated || layout.elements == 0) {
     // No events array to stream (or one the scanner cannot split): the
     // whole document in one DOM, which also finds what is wrong with it.
+    p.emplace(t, progress, text.size(), exact);
     dom::parser parser;
     dom::element root;
     if (const auto err = parser.parse(json).get(root)) throw invalid(err);
     try {
-      p.document(root);
+      p->document(root);
     } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
+      throw std::runtime_error(path + ": event " + std::to_string(p->parsed()) + ": " + e.what());
     }
   } else {
     // The events array is most of the file. Parsed as a stream of one small
@@ -535,6 +695,23 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     const size_t first = layout.begin + 1, len = layout.end - first;
     // Batches of 1 MB (small inputs: their own size), at least the largest event.
     const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 20, len + 64), layout.largest + 64);
+    // A large array: its two halves on two threads, when that reads exactly
+    // what one pass would; anything unusual (an error, ids it cannot place)
+    // and the one pass below does it all again, errors included.
+    bool in_two = false;
+    if (layout.elements >= parallel_min_events && layout.elements >= 2) {
+      p.emplace(t, progress, text.size(), exact);
+      // Smaller batches: two parsers (each with its stage-1 thread's) at once.
+      const size_t half_batch = std::max<size_t>(std::min<size_t>(size_t{1} << 18, len + 64), layout.largest + 64);
+      in_two = events_in_two(*p, buf, layout, half_batch, exact, text.size());
+      if (!in_two) {
+        p.reset();
+        t = Trace();
+        t.path = path;
+      }
+    }
+    if (!in_two) {
+    p.emplace(t, progress, text.size(), exact);
     dom::parser stream_parser;
     simdjson::dom::document_stream docs;
     auto restore = [&] {
@@ -553,23 +730,24 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
           restore();
           throw invalid(err);
         }
-        p.event_element(el);
+        p->event_element(el);
         if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
       }
     } catch (const Fail& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
+      throw std::runtime_error(path + ": event " + std::to_string(p->parsed()) + ": " + e.what());
     }
-    ingest_phase("events");
-    if (p.parsed() != layout.elements) {
+    if (p->parsed() != layout.elements) {
       restore();
       throw invalid(simdjson::TAPE_ERROR);
     }
+    }
+    ingest_phase(in_two ? "events (2 threads)" : "events");
     std::memset(buf + first, ' ', len);
     dom::parser top_parser;
     dom::element root;
     if (const auto err = top_parser.parse(json).get(root)) throw invalid(err);
     try {
-      p.top_level(root);
+      p->top_level(root);
     } catch (const std::exception& e) {
       // The metadata around the events (deviceProperties, distributedInfo):
       // the position we know is where the events end.
@@ -584,6 +762,14 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
 }
 
 }  // namespace
+
+namespace detail {
+size_t set_parallel_min_events(size_t n) {
+  const size_t old = parallel_min_events;
+  parallel_min_events = n;
+  return old;
+}
+}  // namespace detail
 
 Trace parse_trace(const std::string& text, const std::string& path,
                   const std::function<void(size_t, size_t)>& progress) {

@@ -32,4 +32,10 @@ Trace parse_trace(const std::string& text, const std::string& path,
 // folder PATH (one per rank), sorted by name. Throws if there is none.
 std::vector<std::string> trace_files(const std::string& path);
 
+namespace detail {
+// Traces with at least this many events read their events array on two
+// threads (default 8192); returns the previous value. For tests.
+size_t set_parallel_min_events(size_t n);
+}  // namespace detail
+
 }  // namespace torchneck::kineto
