@@ -56,6 +56,40 @@ class TimeScanner {
     ws();
     if (p_ >= end_ || *p_ != '{') return out;
     ++p_;
+    top_level(out);
+    return out;
+  }
+
+  // For a scan in two parts (scan_times): this scanner stops when it reaches
+  // `at` at the start of an element of the events array (stopped() is then
+  // true), and defers what it would blank at or after `at`.
+  void stop_at(const char* at) { stop_at_ = defer_from_ = at; }
+  bool stopped() const { return stopped_; }
+  // The second part: scans from `at` as if it were the start of an element
+  // of the events array after `before` elements, to the end; blanks nothing
+  // (all deferred).
+  std::vector<ExactTime> scan_from(const char* at, size_t before) {
+    std::vector<ExactTime> out;
+    layout.found = true;
+    elements_before_ = before;
+    defer_from_ = base_;
+    p_ = at;
+    events(out);
+    layout.end = static_cast<size_t>(p_ - base_) - 1;
+    top_level(out);
+    return out;
+  }
+  // The blanks deferred: (offset, length) of each number read.
+  std::vector<std::pair<size_t, size_t>> deferred;
+  void blank_deferred(char* text) const {
+    for (const auto& [at, n] : deferred) {
+      text[at] = '0';
+      std::memset(text + at + 1, ' ', n - 1);
+    }
+  }
+
+ private:
+  void top_level(std::vector<ExactTime>& out) {
     while (true) {
       ws();
       if (p_ >= end_ || *p_ == '}') break;
@@ -73,16 +107,14 @@ class TimeScanner {
         layout.begin = static_cast<size_t>(p_ - base_);
         ++p_;
         events(out);
+        if (stopped_) return;
         layout.end = static_cast<size_t>(p_ - base_) - 1;
       } else {
         skip_value();
       }
       if (p_ == before) ++p_;
     }
-    return out;
   }
-
- private:
   void ws() {
     if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;  // the usual case: no blank at all
 #if defined(__SSE2__)
@@ -215,7 +247,7 @@ class TimeScanner {
     while (true) {
       ws();
       if (p_ >= end_ || *p_ == ']') {
-        if (expect_element && layout.elements > 0) layout.well_separated = false;  // "...,]"
+        if (expect_element && layout.elements + elements_before_ > 0) layout.well_separated = false;  // "...,]"
         if (p_ < end_) ++p_;
         return;
       }
@@ -225,6 +257,10 @@ class TimeScanner {
         expect_element = true;
         ++p_;
         continue;
+      }
+      if (p_ == stop_at_ && expect_element) {
+        stopped_ = true;
+        return;
       }
       if (!expect_element) layout.well_separated = false;  // "}{": no comma
       expect_element = false;
@@ -263,9 +299,13 @@ class TimeScanner {
           (ts ? t.ts_ns : t.dur_ns) = ns;
           // Read here, exactly: the DOM need not convert it to a double, a
           // slow path for 19-digit numbers (a fifth of the whole parse).
-          char* w = const_cast<char*>(start);
-          *w++ = '0';
-          while (w < p_) *w++ = ' ';
+          if (start >= defer_from_) {
+            deferred.emplace_back(static_cast<size_t>(start - base_), static_cast<size_t>(p_ - start));
+          } else {
+            char* w = const_cast<char*>(start);
+            *w++ = '0';
+            while (w < p_) *w++ = ' ';
+          }
         }
         if (p_ == start && p_ < end_) ++p_;  // never stand still on a byte we cannot read
       }
@@ -277,6 +317,24 @@ class TimeScanner {
   const char* base_;
   const char* p_;
   const char* end_;
+  const char* stop_at_ = nullptr;
+  const char* defer_from_ = reinterpret_cast<const char*>(UINTPTR_MAX);  // blanks from here on are deferred
+  bool stopped_ = false;
+  size_t elements_before_ = 0;
 };
+
+// The times and layout of a trace's text, as TimeScanner::scan gives them.
+// A large text (at least `min_split` bytes) is scanned in two parts on two
+// threads: the second from a guessed element boundary past the middle (a
+// line starting with '{' after a line ending in ','); the guess holds only
+// if the first part's scan arrives there at the start of an element, and
+// otherwise the first part's scan goes on to the end alone. Same result
+// either way (tests/cpp/ingest_scanner_test.cc).
+struct ScannedTimes {
+  std::vector<ExactTime> times;
+  EventsLayout layout;
+  bool in_two = false;  // the guess held
+};
+ScannedTimes scan_times(char* text, size_t size, size_t min_split = size_t{1} << 20);
 
 }  // namespace torchneck::kineto::detail

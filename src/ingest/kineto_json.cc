@@ -48,7 +48,6 @@ namespace {
 
 using detail::EventsLayout;
 using detail::ExactTime;
-using detail::TimeScanner;
 namespace dom = simdjson::dom;
 namespace od = simdjson::ondemand;
 
@@ -666,10 +665,10 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
                               simdjson::error_message(err) + ")");
   };
-  TimeScanner scanner(json.data(), json.size());
-  std::vector<ExactTime> exact = scanner.scan();
-  const EventsLayout& layout = scanner.layout;
-  ingest_phase("scan");
+  detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size());
+  const std::vector<ExactTime>& exact = scanned.times;
+  const EventsLayout& layout = scanned.layout;
+  ingest_phase(scanned.in_two ? "scan (2 threads)" : "scan");
   std::optional<Parser> p;
 
   if (!layout.found || !layout.well_separated || layout.elements == 0) {
