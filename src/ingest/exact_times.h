@@ -24,6 +24,9 @@ namespace torchneck::kineto::detail {
 struct ExactTime {
   int64_t ts_ns = INT64_MIN;
   int64_t dur_ns = INT64_MIN;
+  // The element has a "ph" that is or may be "X" (a complete event): an
+  // upper bound on the events it gives, to size their array.
+  bool maybe_complete = false;
 };
 
 // "1712195495505582.988" (microseconds) -> 1712195495505582988 ns; false
@@ -294,6 +297,9 @@ class TimeScanner {
         const char* start = p_;
         skip_value();  // any value, whatever its type
         int64_t ns = 0;
+        if (is(key, "ph") && p_ - start >= 3 && *start == '"' &&
+            ((p_ - start == 3 && start[1] == 'X' && start[2] == '"') || std::memchr(start, '\\', static_cast<size_t>(p_ - start)) != nullptr))
+          t.maybe_complete = true;  // "X", or escaped and perhaps "X"
         const bool ts = is(key, "ts");
         if ((ts || is(key, "dur")) && decimal_us_to_ns(start, p_, ns)) {
           (ts ? t.ts_ns : t.dur_ns) = ns;

@@ -127,7 +127,10 @@ class Parser {
   // The events go to slots[0], slots[1]... instead of being appended (two
   // parsers filling two ranges of one array: no second copy of the events).
   std::vector<Event>& events() { return t_.events; }
-  void write_to(Event* slots) { slots_ = slots; }
+  void write_to(Event* slots, size_t n) {
+    slots_ = slots;
+    slots_left_ = n;
+  }
   size_t written() const { return written_; }
   const std::function<void(size_t, size_t)>& progress() const { return progress_; }
   // A later parser met an id it cannot tell from its own temporary ones.
@@ -359,8 +362,13 @@ class Parser {
       e.name = intern(name);
       if (later_ && e.stream < kLaterIdsEnd) ambiguous_ = true;  // merge() could not tell it from a tid's id
       if (is_gpu_work(e.cat) && e.stream < 0) e.stream = e.tid;
-      if (slots_ != nullptr) slots_[written_++] = e;
-      else t_.events.push_back(e);
+      if (slots_ != nullptr) {
+        if (slots_left_ == 0) throw Fail("more complete events than the scan counted");  // caller: one pass
+        --slots_left_;
+        slots_[written_++] = e;
+      } else {
+        t_.events.push_back(e);
+      }
     } else if ((ph == "s" || ph == "f") && have_id) {
       Flow f;
       f.id = flow_id;
@@ -480,6 +488,7 @@ class Parser {
   size_t total_;
   const std::vector<ExactTime>& exact_;  // per traceEvents element
   Event* slots_ = nullptr;
+  size_t slots_left_ = 0;
   size_t written_ = 0;
   size_t index_ = 0;             // of the element being read
   bool later_ = false;
@@ -632,12 +641,15 @@ bool events_in_two(Parser& p, const char* buf, const EventsLayout& layout, size_
   Trace later_trace;
   const std::function<void(size_t, size_t)> none;
   Parser later(later_trace, none, total, exact, mid, /*later=*/true);
-  // One array for both: an element gives at most one event, so the first
-  // half's fill [0, mid) and the second's from mid on.
+  // One array for both, sized by the scanner's count of elements whose "ph"
+  // may be "X" in each half (only those give an event; a parser that would
+  // write past its range fails, and the one pass takes over).
+  size_t first_half = 0, second_half = 0;
+  for (size_t i = 0; i < exact.size() && i < layout.elements; ++i) (i < mid ? first_half : second_half) += exact[i].maybe_complete;
   std::vector<Event>& events = p.events();
-  events.resize(layout.elements);
-  p.write_to(events.data());
-  later.write_to(events.data() + mid);
+  events.resize(first_half + second_half);
+  p.write_to(events.data(), first_half);
+  later.write_to(events.data() + first_half, second_half);
   bool later_ok = false;
   std::thread worker;
   try {
