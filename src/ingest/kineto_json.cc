@@ -753,10 +753,19 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     }
     }
     ingest_phase(in_two ? "events (2 threads)" : "events");
-    std::memset(buf + first, ' ', len);
+    // The text around the events array, with "[]" for it: the same JSON as
+    // the whole text with the array blanked, without scanning megabytes of
+    // blanks. Only when it is invalid, the whole text, blanked, to say where.
     dom::parser top_parser;
     dom::element root;
-    if (const auto err = top_parser.parse(json).get(root)) throw invalid(err);
+    std::string around;
+    around.reserve(first + (json.size() - layout.end));
+    around.append(buf, first).append(buf + layout.end, json.size() - layout.end);
+    const simdjson::padded_string around_text(around);
+    if (top_parser.parse(around_text).get(root)) {
+      std::memset(buf + first, ' ', len);
+      if (const auto err = top_parser.parse(json).get(root)) throw invalid(err);
+    }
     try {
       p->top_level(root);
     } catch (const std::exception& e) {
