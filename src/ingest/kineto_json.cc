@@ -607,6 +607,7 @@ void sort_events(std::vector<Event>& events) {
 }
 
 size_t parallel_min_events = 8192;  // below this, one thread (detail::set_parallel_min_events)
+size_t parallel_min_bytes = size_t{1} << 20;  // the same for the scan (detail::set_parallel_min_bytes)
 
 // The events of [b, b + len) as a stream of small documents into p; false
 // on any error (the caller then redoes the whole array in one pass, which
@@ -677,7 +678,7 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
                               simdjson::error_message(err) + ")");
   };
-  detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size());
+  detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size(), parallel_min_bytes);
   const std::vector<ExactTime>& exact = scanned.times;
   const EventsLayout& layout = scanned.layout;
   ingest_phase(scanned.in_two ? "scan (2 threads)" : "scan");
@@ -787,6 +788,11 @@ namespace detail {
 size_t set_parallel_min_events(size_t n) {
   const size_t old = parallel_min_events;
   parallel_min_events = n;
+  return old;
+}
+size_t set_parallel_min_bytes(size_t n) {
+  const size_t old = parallel_min_bytes;
+  parallel_min_bytes = n;
   return old;
 }
 }  // namespace detail

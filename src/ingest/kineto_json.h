@@ -36,6 +36,9 @@ namespace detail {
 // Traces with at least this many events read their events array on two
 // threads (default 8192); returns the previous value. For tests.
 size_t set_parallel_min_events(size_t n);
+// Texts of at least this many bytes are scanned for exact times in two
+// parts on two threads (default 1 MiB); returns the previous value.
+size_t set_parallel_min_bytes(size_t n);
 }  // namespace detail
 
 }  // namespace torchneck::kineto

@@ -3,7 +3,7 @@
 // names and their ids, string ids ("Spans"), metadata, [memory] peaks, on
 // every fixture; and on damaged text the same error message (the two-thread
 // reading gives up and the one pass reports). Forced on small inputs by
-// lowering the threshold.
+// lowering the thresholds (the scan's in two parts too).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,10 +22,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Threshold {  // restores the default
-  size_t old;
-  explicit Threshold(size_t n) : old(detail::set_parallel_min_events(n)) {}
-  ~Threshold() { detail::set_parallel_min_events(old); }
+struct Threshold {  // both the events' and the scan's; restores the defaults
+  size_t old_events, old_bytes;
+  explicit Threshold(size_t n)
+      : old_events(detail::set_parallel_min_events(n)), old_bytes(detail::set_parallel_min_bytes(n == SIZE_MAX ? SIZE_MAX : 0)) {}
+  ~Threshold() {
+    detail::set_parallel_min_events(old_events);
+    detail::set_parallel_min_bytes(old_bytes);
+  }
 };
 
 void expect_same(const Trace& a, const Trace& b, const std::string& what) {
