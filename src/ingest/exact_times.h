@@ -56,6 +56,7 @@ class TimeScanner {
   // Per element of the top-level "traceEvents" array, in order.
   std::vector<ExactTime> scan() {
     std::vector<ExactTime> out;
+    reserve(out, static_cast<size_t>(end_ - p_));
     ws();
     if (p_ >= end_ || *p_ != '{') return out;
     ++p_;
@@ -73,6 +74,8 @@ class TimeScanner {
   // (all deferred).
   std::vector<ExactTime> scan_from(const char* at, size_t before) {
     std::vector<ExactTime> out;
+    reserve(out, static_cast<size_t>(end_ - at));
+    deferred.reserve(static_cast<size_t>(end_ - at) / 48);
     layout.found = true;
     elements_before_ = before;
     defer_from_ = base_;
@@ -92,6 +95,14 @@ class TimeScanner {
   }
 
  private:
+  // Room for an element per 64 bytes of text (a Kineto event is 100 or
+  // more): growing by doubling copies, and each copy faults in fresh pages;
+  // capacity never touched costs no memory.
+  void reserve(std::vector<ExactTime>& out, size_t bytes) {
+    out.reserve(bytes / 64 + 16);
+    layout.commas.reserve(bytes / 64 + 16);
+  }
+
   void top_level(std::vector<ExactTime>& out) {
     while (true) {
       ws();

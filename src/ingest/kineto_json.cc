@@ -606,8 +606,14 @@ void sort_events(std::vector<Event>& events) {
   }
 }
 
-size_t parallel_min_events = 8192;  // below this, one thread (detail::set_parallel_min_events)
-size_t parallel_min_bytes = size_t{1} << 20;  // the same for the scan (detail::set_parallel_min_bytes)
+// Two threads are opt-in (detail::set_parallel_min_events / _min_bytes;
+// `torchneck analyze` with TORCHNECK_INGEST_THREADS=2 sets 8192 events and
+// 1 MiB): on the 2-core VM this was measured on, with other work on both
+// cores, the second thread's own arena and stacks cost more page faults
+// (~1400 on v100_resnet_rank0, each tens of microseconds there) than its
+// parallelism won back.
+size_t parallel_min_events = SIZE_MAX;
+size_t parallel_min_bytes = SIZE_MAX;
 
 // The events of [b, b + len) as a stream of small documents into p; false
 // on any error (the caller then redoes the whole array in one pass, which

@@ -34,10 +34,12 @@ std::vector<std::string> trace_files(const std::string& path);
 
 namespace detail {
 // Traces with at least this many events read their events array on two
-// threads (default 8192); returns the previous value. For tests.
+// threads (default: never; `torchneck analyze` with
+// TORCHNECK_INGEST_THREADS=2 sets 8192); returns the previous value.
 size_t set_parallel_min_events(size_t n);
 // Texts of at least this many bytes are scanned for exact times in two
-// parts on two threads (default 1 MiB); returns the previous value.
+// parts on two threads (default: never; TORCHNECK_INGEST_THREADS=2 sets
+// 1 MiB); returns the previous value.
 size_t set_parallel_min_bytes(size_t n);
 }  // namespace detail
 
