@@ -711,8 +711,10 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     char* buf = json.data();
     for (size_t c : layout.commas) buf[c] = ' ';
     const size_t first = layout.begin + 1, len = layout.end - first;
-    // Batches of 1 MB (small inputs: their own size), at least the largest event.
-    const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 20, len + 64), layout.largest + 64);
+    // Batches of 256 KB (small inputs: their own size), at least the largest
+    // event: the parser's buffers, sized by the batch, fault in fewer pages
+    // than with 1 MB (resnet50: 3290 -> 2751 faults, 58 -> 54 MB), same speed.
+    const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 18, len + 64), layout.largest + 64);
     // A large array: its two halves on two threads, when that reads exactly
     // what one pass would; anything unusual (an error, ids it cannot place)
     // and the one pass below does it all again, errors included.
