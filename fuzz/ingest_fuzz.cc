@@ -52,14 +52,40 @@ void check_message(const std::string& m) {
   if (m.find('\n') != std::string::npos) fail("error message spans lines", m);
 }
 
+// What a reading gave, to compare the one-thread and two-thread readings.
+std::string outcome(const std::string& text) {
+  try {
+    const torchneck::kineto::Trace t = torchneck::kineto::parse_trace(text, "fuzz.json");
+    check(t);
+    std::string r = "ok " + std::to_string(t.events.size()) + " " + std::to_string(t.flows.size()) + " " +
+                    std::to_string(t.names.size()) + " " + std::to_string(t.process_names.size()) + " " +
+                    std::to_string(t.thread_names.size()) + " " + std::to_string(t.device_memory.size());
+    for (const auto& e : t.events)
+      r += " " + std::to_string(e.ts_ns) + "/" + std::to_string(e.dur_ns) + "/" + std::to_string(e.name) + "/" +
+           std::to_string(e.pid) + "/" + std::to_string(e.tid) + "/" + std::to_string(e.stream);
+    for (const auto& f : t.flows) r += " f" + std::to_string(f.id) + "/" + std::to_string(f.pid) + "/" + std::to_string(f.tid);
+    for (const auto& n : t.names) r += " n" + n;
+    for (const auto& [dev, m] : t.device_memory)
+      r += " m" + std::to_string(dev) + "/" + std::to_string(m.peak_allocated) + "/" + std::to_string(m.running);
+    return r;
+  } catch (const std::runtime_error& e) {
+    check_message(e.what());
+    return e.what();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace torchneck::kineto::detail;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  try {
-    check(torchneck::kineto::parse_trace(text, "fuzz.json"));
-  } catch (const std::runtime_error& e) {
-    check_message(e.what());
-  }
+  const std::string one = outcome(text);
+  // The same input with the two-thread scan and parse forced on it: the
+  // same trace or the same error, exactly.
+  const size_t events = set_parallel_min_events(2), bytes = set_parallel_min_bytes(0);
+  const std::string two = outcome(text);
+  set_parallel_min_events(events);
+  set_parallel_min_bytes(bytes);
+  if (one != two) fail("two-thread reading differs from one-thread reading", one.substr(0, 300) + " | " + two.substr(0, 300));
   return 0;
 }

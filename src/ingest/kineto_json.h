@@ -32,4 +32,15 @@ Trace parse_trace(const std::string& text, const std::string& path,
 // folder PATH (one per rank), sorted by name. Throws if there is none.
 std::vector<std::string> trace_files(const std::string& path);
 
+namespace detail {
+// Traces with at least this many events read their events array on two
+// threads (default: never; `torchneck analyze` with
+// TORCHNECK_INGEST_THREADS=2 sets 8192); returns the previous value.
+size_t set_parallel_min_events(size_t n);
+// Texts of at least this many bytes are scanned for exact times in two
+// parts on two threads (default: never; TORCHNECK_INGEST_THREADS=2 sets
+// 1 MiB); returns the previous value.
+size_t set_parallel_min_bytes(size_t n);
+}  // namespace detail
+
 }  // namespace torchneck::kineto

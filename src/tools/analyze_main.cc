@@ -139,6 +139,14 @@ void phase(const char* what) {
 
 int run(int argc, char** argv) {
   phase("start");
+  // TORCHNECK_INGEST_THREADS=2: scan and parse a large trace (1 MiB, 8192
+  // events) on two threads. Off by default: on the shared 2-core VM it was
+  // measured on, the extra page faults cost more than it gained
+  // (docs/analyze.md); on a machine with idle cores it may pay.
+  if (const char* v = std::getenv("TORCHNECK_INGEST_THREADS"); v != nullptr && std::strcmp(v, "2") == 0) {
+    kineto::detail::set_parallel_min_events(8192);
+    kineto::detail::set_parallel_min_bytes(size_t{1} << 20);
+  }
   const Args a = parse(argc, argv);
   const std::vector<std::string> files = kineto::trace_files(a.path);
   const std::string dir = a.out.empty() ? default_dir(a.path) : a.out;

@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -145,6 +147,35 @@ TEST(GpuHtaTime, CeilStartFloorEndInDoubleMicroseconds) {
   hta_time_us(e, &ts, &end);
   EXPECT_EQ(ts, 1695835572955056);
   EXPECT_EQ(end, 1695835572955065);
+}
+
+// The exact division must give what a correctly rounding parser gives for
+// the decimal text (the oracle: std::from_chars on "W.FFF"), ties included.
+TEST(GpuHtaTime, MicrosecondDoubleIsTheParsedText) {
+  auto parsed = [](int64_t ns) {
+    const uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    char buf[48];
+    const int len = std::snprintf(buf, sizeof buf, "%s%llu.%03llu", ns < 0 ? "-" : "",
+                                  static_cast<unsigned long long>(mag / 1000), static_cast<unsigned long long>(mag % 1000));
+    double v = 0;
+    std::from_chars(buf, buf + len, v);
+    return v;
+  };
+  std::mt19937_64 rng(7);
+  std::vector<int64_t> cases = {int64_t{1} << 53, (int64_t{1} << 53) + 1, INT64_MAX, INT64_MIN + 1, -(int64_t{1} << 53),
+                                1700000000000000123, 1695835572955056000, 1712195495505582988, 9007199254740993000,
+                                9007199254740993001, 9223372036854775000};
+  // Ties: a quotient exactly halfway between two doubles (0.125 us from a
+  // 0.25 us grid near 1.7e15 us), and its neighbours.
+  for (int64_t base : {int64_t{1700000000000000000}, int64_t{4503599627370496000}, int64_t{2251799813685248000}})
+    for (int64_t d = -1000; d <= 1000; ++d) cases.push_back(base + d);
+  for (int i = 0; i < 200000; ++i) {
+    const int bits = 53 + static_cast<int>(rng() % 11);
+    int64_t v = static_cast<int64_t>(rng() >> (64 - bits));
+    if (v < (int64_t{1} << 53)) v += int64_t{1} << 53;
+    cases.push_back(rng() & 1 ? v : -v);
+  }
+  for (int64_t ns : cases) ASSERT_EQ(hta_us_as_double(ns), parsed(ns)) << ns;
 }
 
 TEST(GpuHtaRank, DistributedInfoRankElseZero) {

@@ -59,8 +59,18 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   // Per CPU thread: the open cpu_ops, to name the operator behind a runtime call.
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open;
   std::unordered_map<int64_t, const Event*> runtime_by_corr;
-  std::unordered_map<const Event*, std::string> context_of;  // runtime call -> "outer > inner"
-  std::unordered_map<const Event*, std::string> top_op_of;
+  // Runtime call (by event index) -> its outermost and innermost operator,
+  // as name ids: the "outer > inner" text is only built where it is shown.
+  constexpr uint32_t kNoOp = UINT32_MAX;
+  struct CallContext {
+    uint32_t outer = kNoOp, inner = kNoOp;
+  };
+  std::vector<CallContext> context_of(t.events.size());
+  auto context_text = [&](CallContext c) -> std::string {
+    if (c.outer == kNoOp) return "(no operator)";
+    if (c.outer == c.inner) return t.names[c.outer];
+    return t.names[c.outer] + " > " + t.names[c.inner];
+  };
   std::map<std::string, SyncPoint> syncs;
   std::unordered_map<uint32_t, KernelStats> kernels;
   std::unordered_map<uint32_t, int64_t> longest;
@@ -125,15 +135,15 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
     if (e.cat == Cat::kRuntime || e.cat == Cat::kDriver) {
       auto& stack = open[{e.pid, e.tid}];
       while (!stack.empty() && stack.back()->end_ns() <= e.ts_ns) stack.pop_back();
-      std::string outer, inner;
+      // (An empty name counts as none, as it did when these were strings.)
+      CallContext c;
       for (const Event* o : stack) {
         const std::string& n = t.name_of(*o);
         if (starts_with(n, "ProfilerStep#")) continue;
-        if (outer.empty()) outer = n;
-        inner = n;
+        if (c.outer == kNoOp || t.names[c.outer].empty()) c.outer = o->name;
+        c.inner = o->name;
       }
-      const std::string context = outer.empty() ? "(no operator)" : outer == inner ? outer : outer + " > " + inner;
-      top_op_of[&e] = outer.empty() ? "(no operator)" : outer;
+      if (c.outer != kNoOp && t.names[c.outer].empty()) c.outer = kNoOp;
       {  // which layer, forward or backward, this call's device work belongs to
         Attribution a;
         for (const Event* o : stack) {
@@ -153,13 +163,14 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
       }
       if (synchronising_call(name)) {
         const std::string& what = name;
+        const std::string context = context_text(c);
         SyncPoint& s = syncs[what + "\n" + context];
         s.what = what;
         s.context = context;
         ++s.calls;
         s.total_ns += e.dur_ns;
       }
-      context_of[&e] = context;
+      context_of[static_cast<size_t>(&e - t.events.data())] = c;
       continue;
     }
     if (!kineto::is_gpu_work(e.cat)) continue;
@@ -191,7 +202,7 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   // Device work back to the call that launched it: launch delays, GPU time
   // per operator, device-to-host copies as sync points.
   std::vector<int64_t> delays;
-  std::map<std::string, OpGpuTime> by_op;
+  std::unordered_map<uint32_t, OpGpuTime> by_op_id;  // by the outer operator's name id
   std::map<std::string, LayerGpuTime> by_layer;
   for (const Event& e : t.events) {
     if (!kineto::is_gpu_work(e.cat) || e.correlation < 0) continue;
@@ -206,15 +217,16 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
       (layer->second.backward ? l.backward_ns : l.forward_ns) += e.dur_ns;
       l.kernels += e.cat == Cat::kKernel;
     }
-    OpGpuTime& o = by_op[top_op_of[&call]];
-    o.op = top_op_of[&call];
+    const CallContext& c = context_of[static_cast<size_t>(&call - t.events.data())];
+    OpGpuTime& o = by_op_id[c.outer];
     o.gpu_ns += e.dur_ns;
     o.kernels += e.cat == Cat::kKernel;
     const std::string& name = t.name_of(e);
     if (e.cat == Cat::kMemcpy && contains(name, "DtoH")) {
-      SyncPoint& s = syncs[name + "\n" + context_of[&call]];
+      const std::string context = context_text(c);
+      SyncPoint& s = syncs[name + "\n" + context];
       s.what = name;
-      s.context = context_of[&call];
+      s.context = context;
       ++s.calls;
       s.total_ns += e.dur_ns;
     }
@@ -231,6 +243,13 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
     g.syncs.push_back(s);
   }
   std::sort(g.syncs.begin(), g.syncs.end(), [](const SyncPoint& a, const SyncPoint& b) { return a.total_ns > b.total_ns; });
+  std::map<std::string, OpGpuTime> by_op;  // by name, as the list was built before the sort
+  for (auto& [id, x] : by_op_id) {
+    OpGpuTime& o = by_op[id == kNoOp ? std::string("(no operator)") : t.names[id]];
+    o.op = id == kNoOp ? std::string("(no operator)") : t.names[id];
+    o.gpu_ns += x.gpu_ns;
+    o.kernels += x.kernels;
+  }
   for (auto& [_, o] : by_op) g.gpu_time_by_op.push_back(o);
   for (auto& [_, l] : by_layer) g.gpu_time_by_layer.push_back(l);
   std::sort(g.gpu_time_by_layer.begin(), g.gpu_time_by_layer.end(), [](const LayerGpuTime& a, const LayerGpuTime& b) {

@@ -119,4 +119,8 @@ int64_t hta_rank(const kineto::Trace& trace);
 // can make HTA's value 1 us off.
 void hta_time_us(const kineto::Event& e, int64_t* ts_us, int64_t* end_us);
 
+// The double Python's json gives for the text "ns / 1000" microseconds
+// (three decimals): the nearest double to the exact quotient.
+double hta_us_as_double(int64_t ns);
+
 }  // namespace torchneck::gpu
