@@ -77,7 +77,7 @@ std::string outcome(const std::string& text, size_t threshold, Trace* out) {
 
 std::vector<std::string> fixture_texts() {
   std::vector<std::string> out;
-  const fs::path dir = fs::path("..") / "shared" / "fixtures" / "kineto";
+  const fs::path dir = fs::path(TORCHNECK_SOURCE_DIR) / ".." / "shared" / "fixtures" / "kineto";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().filename().string().find(".trace.json") == std::string::npos) continue;
@@ -89,7 +89,7 @@ std::vector<std::string> fixture_texts() {
 
 TEST(IngestTwoThreads, SameTraceAsOnePassOnEveryFixture) {
   const auto texts = fixture_texts();
-  ASSERT_GE(texts.size(), 10u) << "fixtures not found (run from the project root)";
+  ASSERT_GE(texts.size(), 10u) << "fixtures not found";
   for (size_t i = 0; i < texts.size(); ++i) {
     Trace one, two;
     ASSERT_EQ(outcome(texts[i], SIZE_MAX, &one), "ok");
