@@ -10,13 +10,33 @@
 namespace torchneck {
 
 void write_file_atomically(const std::string& path, const std::string& data) {
+  write_file_atomically(path, [&data](const std::function<void(std::string_view)>& sink) { sink(data); });
+}
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
   // The pid keeps two processes writing into one folder (workers) apart.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  const size_t n = std::fwrite(data.data(), 1, data.size(), f);
-  bool ok = n == data.size() && std::fflush(f) == 0;
-  int err = errno;
+  bool ok = true;
+  int err = 0;
+  try {
+    produce([&](std::string_view piece) {
+      if (ok && std::fwrite(piece.data(), 1, piece.size(), f) != piece.size()) {
+        ok = false;
+        err = errno;
+      }
+    });
+  } catch (...) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (ok && std::fflush(f) != 0) {
+    ok = false;
+    err = errno;
+  }
   if (std::fclose(f) != 0 && ok) {
     ok = false;
     err = errno;

@@ -35,7 +35,9 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
                             speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
       write_file_atomically(options.dir + "/report.txt", text);
       write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
-      write_file_atomically(options.dir + "/trace.json", trace_json(run, analysis, options.trace));
+      write_file_atomically(options.dir + "/trace.json", [&](const std::function<void(std::string_view)>& sink) {
+        trace_json(run, analysis, options.trace, sink);
+      });
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();

@@ -1,6 +1,7 @@
 #include "report/trace_json.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -77,7 +78,20 @@ void append_us(std::string& out, int64_t ns) {
     out += '-';
     ns = -ns;
   }
-  appendf(out, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+  // to_chars, not printf: a trace has hundreds of thousands of these.
+  char buf[32];
+  char* p = std::to_chars(buf, buf + sizeof buf, ns / 1000).ptr;
+  const int64_t frac = ns % 1000;
+  *p++ = '.';
+  *p++ = static_cast<char>('0' + frac / 100);
+  *p++ = static_cast<char>('0' + frac / 10 % 10);
+  *p++ = static_cast<char>('0' + frac % 10);
+  out.append(buf, p);
+}
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
 void append_str(std::string& out, std::string_view s) {
@@ -209,6 +223,13 @@ Window choose_window(const StepAnalysis& sa, int64_t max_steady) {
 }  // namespace
 
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& o) {
+  std::string all;
+  trace_json(run, analysis, o, [&all](std::string_view piece) { all.append(piece); });
+  return all;
+}
+
+void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& o,
+                const std::function<void(std::string_view)>& sink) {
   TraceBuilder b(run, analysis, o);
   const Window w = choose_window(analysis.steps, o.steps);
   b.window_start = w.start;
@@ -223,11 +244,17 @@ std::string trace_json(const Run& run, const Analysis& analysis, const TraceJson
   b.clamped = nest(b.slices);
   b.add_flows();
 
+  // Written in pieces: one buffer, handed on whenever it passes kPiece.
+  constexpr size_t kPiece = 256 * 1024;
   std::string out;
-  out.reserve(b.slices.size() * 140 + 4096);
+  out.reserve(kPiece + 64 * 1024);
   out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   auto next = [&] {
+    if (out.size() >= kPiece) {
+      sink(out);
+      out.clear();
+    }
     if (!first) out += ",\n";
     first = false;
   };
@@ -241,7 +268,11 @@ std::string trace_json(const Run& run, const Analysis& analysis, const TraceJson
     out += slice_cat_name(s.cat);
     out += "\",\"name\":";
     append_str(out, s.name);
-    appendf(out, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(s.pid), static_cast<long long>(s.tid));
+    out += ",\"pid\":";
+    append_int(out, s.pid);
+    out += ",\"tid\":";
+    append_int(out, s.tid);
+    out += ",\"ts\":";
     append_us(out, s.start - b.base);
     out += ",\"dur\":";
     append_us(out, s.end - s.start);
@@ -278,7 +309,7 @@ std::string trace_json(const Run& run, const Analysis& analysis, const TraceJson
   out += "\n],\n\"otherData\":";
   out += b.other_data(w.steps, w.limited, analysis.steps.count);
   out += "}\n";
-  return out;
+  sink(out);
 }
 
 }  // namespace torchneck

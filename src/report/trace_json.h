@@ -19,7 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "analyze/analysis.h"
 #include "ingest/kineto_trace.h"
@@ -47,5 +49,9 @@ struct TraceJsonOptions {
 };
 
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);
+// The same, handed to `sink` in pieces of about 256 KB as it is written, so a
+// large trace is never whole in memory (output_files streams it to disk).
+void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options,
+                const std::function<void(std::string_view)>& sink);
 
 }  // namespace torchneck

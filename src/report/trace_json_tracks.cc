@@ -48,6 +48,12 @@ std::string thread_label(const Run& run, uint32_t t) {
 
 TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o)
     : run(r), analysis(a), options(o) {
+  // One allocation for the slices: growing by doubling would move them all
+  // several times, and touch fresh pages each time.
+  size_t expected = run.timeline.size() + run.module_events.size() / 2 + run.py_frames.size() +
+                    run.samples.size() + analysis.steps.steps.size() * 6 + 64;
+  if (o.kineto != nullptr) expected += o.kineto->events.size();
+  slices.reserve(std::min(expected, o.max_events + 1024));
   if (o.pid > 0) main_pid = o.pid;
   else if (!run.processes.empty() && run.processes.front().pid > 0) main_pid = run.processes.front().pid;
   // Kineto: each thread's process is the one its CPU events carry.
