@@ -17,7 +17,7 @@ OUT=${FUZZ_BUILD:-build/fuzz}
 CXX=${CLANGXX:-clang++}
 BIN=$OUT/ingest_fuzz
 SRCS="src/ingest/kineto_json.cc src/ingest/exact_times.cc src/ingest/trace_file.cc fuzz/ingest_fuzz.cc"
-DEPS="$SRCS src/ingest/kineto_json.h src/ingest/kineto_trace.h fuzz/run.sh"
+DEPS="$SRCS src/ingest/kineto_json.h src/ingest/kineto_parser.h src/ingest/kineto_trace.h src/ingest/exact_times.h fuzz/run.sh"
 
 if ! command -v "$CXX" >/dev/null; then
   echo "fuzz: $CXX not found (Debian: apt-get install clang libclang-rt-dev)" >&2
