@@ -81,10 +81,6 @@ class Session {
     if (o_.python_mode == "trace") {
       TracerOptions to;
       to.timeline_events_per_thread = o_.timeline_events_per_thread;
-      // trace.json's window holds at most 2 x trace_steps iterations; with
-      // up to two optimizers stepping per iteration, 4 x + 2 boundaries
-      // cover it (Python calls past it are counted, not kept).
-      to.timeline_step_limit = o_.trace_steps > 0 ? 4 * o_.trace_steps + 2 : 0;
       if (!start_tracer(to, &error)) throw std::runtime_error(error);
     } else if (o_.python_mode == "sample") {
       SamplerOptions so;

@@ -232,3 +232,28 @@ def test_analyze_writes_a_flame_graph_of_the_trace(tmp_path, fixture):
     assert abs(folded_us - truth_us) <= max(2.0, 1e-4 * truth_us), (folded_us, truth_us)
     total_ns = check_speedscope(json.loads((out / "profile.speedscope.json").read_text()))
     assert abs(total_ns / 1000.0 - folded_us) <= 1
+
+
+def test_trace_mode_puts_every_operator_below_its_python_caller(tmp_path):
+    # GIVEN the planted workload under the tracer (exact call times), with
+    # more steps than trace.json shows (the flame graph covers them all)
+    truth_path = tmp_path / "truth.json"
+    out = tmp_path / "out"
+    cmd = [str(CLI), "run", "--python", "trace", "--trace-steps", "1", "-o", str(out), str(WORKLOAD),
+           str(truth_path), "8"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    truth = json.loads(truth_path.read_text())
+    paths = parse_folded((out / "stacks.folded").read_text(encoding="utf-8"))
+    heavy = f"heavy_mm ({WORKLOAD}:"
+    heavy_us = weight_below(paths, lambda f: f.startswith(heavy))
+    # THEN heavy_mm's time in the graph is the time the script measured
+    # around its calls (traced calls are exact, not sampled)...
+    assert heavy_us == pytest.approx(truth["heavy_mm"] * 1e6, rel=0.10), (heavy_us, truth)
+    # ...below the script's own frames, outermost first...
+    through = [frames for frames, _ in paths if any(f.startswith(heavy) for f in frames)]
+    assert through and all(any(f.startswith(f"loop ({WORKLOAD}:") for f in frames) for frames in through)
+    assert all(any(f.startswith("<module> (") for f in frames) for frames in through)
+    # ...and it is aten::mm below it, as the script does nothing else there
+    mm_below = sum(us for frames, us in paths if any(f.startswith(heavy) for f in frames) and "aten::mm" in frames)
+    assert mm_below >= 0.7 * heavy_us, (mm_below, heavy_us)

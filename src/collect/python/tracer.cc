@@ -13,9 +13,8 @@
 // Timeline (trace.json): each completed call is also appended to the
 // thread's EventBuffer of PyFrameEvent (one mmap'd chunk per 16384 calls,
 // capped at timeline_events_per_thread), while the step window
-// (core/timeline_window.h) is open and fewer than timeline_step_limit step
-// boundaries have passed; calls past these are counted in
-// Run::dropped_py_frames.
+// (core/timeline_window.h) is open, as for the operator timeline; calls
+// past these are counted in Run::dropped_py_frames.
 #include "collect/python/tracer.h"
 
 #include <Python.h>
@@ -169,9 +168,7 @@ inline void leave(ThreadState* ts, int64_t now) {
   const int64_t it = tt - ctx.sub_ns;
   if (!ts->stack.empty()) ts->stack.back().sub_ns += tt;
   if (ts->frames.capacity() > 0) {
-    const TimelineWindow& window = timeline_window();
-    const int64_t limit = g_state->options.timeline_step_limit;
-    if (window.open() && (limit == 0 || window.boundaries.load(std::memory_order_relaxed) < limit)) {
+    if (timeline_window().open()) {
       ts->frames.append(PyFrameEvent{ctx.t0, now, ctx.func, ts->thread_index,
                                      static_cast<uint32_t>(ts->stack.size())});
     } else {

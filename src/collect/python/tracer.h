@@ -13,11 +13,11 @@ struct TracerOptions {
   bool builtins = true;  // profile C functions too, as cProfile does
   // Completed calls kept per thread for the timeline (Run::py_frames), while
   // the step window is open; 0: no timeline.
+  // The same window as the operator timeline, so that the flame graph and
+  // trace.json find every operator's Python caller (an earlier cut at a few
+  // steps left the operators of later steps, and the outer frames that
+  // return only at the end, without Python frames).
   size_t timeline_events_per_thread = size_t{1} << 19;
-  // Calls are kept only until this many step boundaries have passed (0: no
-  // limit): trace.json shows the first few steps only, and keeping a call
-  // costs tens of ns where fresh memory is slow to touch (a VM).
-  int64_t timeline_step_limit = 0;
 };
 
 // Caller holds the GIL. Hooks the calling thread, every existing thread, and

@@ -3,7 +3,7 @@
 loop() runs rounds of three phases and times each with time.perf_counter:
 heavy_mm (torch.mm back to back), pure_python (arithmetic in a Python
 loop) and a call to an nn.Module whose class is named like an HTML
-injection, then one backward pass. Writes the seconds to argv[1] as JSON.
+injection, then one backward pass and an optimizer step (a step boundary). Writes the seconds to argv[1] as JSON.
 """
 
 import json
@@ -43,6 +43,7 @@ def loop(rounds):
     seconds = {"heavy_mm": 0.0, "pure_python": 0.0, "module": 0.0}
     model = HostileModule()
     w = torch.randn(128, 128, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.0)  # a step boundary per round, outside the timed phases
     for _ in range(rounds):
         t0 = time.perf_counter()
         heavy_mm(60)
@@ -52,6 +53,7 @@ def loop(rounds):
         model(A)
         t3 = time.perf_counter()
         torch.mm(A, w).sum().backward()
+        opt.step()
         seconds["heavy_mm"] += t1 - t0
         seconds["pure_python"] += t2 - t1
         seconds["module"] += t3 - t2
