@@ -5,9 +5,31 @@
 
 namespace torchneck {
 
+namespace {
+
+// Bytes that need more than copying: quotes, backslash, control characters,
+// "<", ">", "&" (HTML safety) and every non-ASCII byte (UTF-8 checked).
+struct Plain {
+  bool table[256];
+  constexpr Plain() : table() {
+    for (int c = 0; c < 256; ++c)
+      table[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&';
+  }
+};
+constexpr Plain kPlain;
+
+}  // namespace
+
 void append_json_escaped(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
-  for (size_t i = 0; i < s.size(); ++i) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // Runs of plain bytes are appended whole (most names are all plain).
+    size_t j = i;
+    while (j < s.size() && kPlain.table[static_cast<unsigned char>(s[j])]) ++j;
+    if (j > i) out.append(s.data() + i, j - i);
+    if (j == s.size()) return;
+    i = j;
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; break;
@@ -23,7 +45,7 @@ void append_json_escaped(std::string& out, std::string_view s) {
           out += "\\u00";
           out += hex[c >> 4];
           out += hex[c & 15];
-        } else if (c >= 0x80) {
+        } else {
           // Pass valid UTF-8 through; replace invalid bytes with U+FFFD so
           // the output always parses.
           size_t len = (c >= 0xf0 && c < 0xf8) ? 4 : (c >= 0xe0) ? 3 : (c >= 0xc2 && c < 0xe0) ? 2 : 0;
@@ -36,10 +58,9 @@ void append_json_escaped(std::string& out, std::string_view s) {
           } else {
             out += "\\ufffd";
           }
-        } else {
-          out += static_cast<char>(c);
         }
     }
+    ++i;
   }
 }
 

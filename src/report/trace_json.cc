@@ -110,7 +110,8 @@ void add_arg(std::string& args, std::string_view key, std::string_view text) {
 void add_arg(std::string& args, std::string_view key, int64_t v) {
   if (!args.empty()) args += ',';
   append_str(args, key);
-  appendf(args, ":%lld", static_cast<long long>(v));
+  args += ':';
+  append_int(args, v);
 }
 
 void add_arg_ms(std::string& args, std::string_view key, int64_t ns) {
@@ -127,15 +128,47 @@ constexpr int64_t kMinFreeNs = 4;
 // Sorts each track's slices (start, longer first, outer rank first), clamps
 // partial overlaps to the parent's end, and finds for each slice an instant
 // that no child covers, where a flow arrow binds to it and not to a child.
-size_t nest(std::vector<Slice>& slices) {
-  std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+// Sorted through small keys, then each slice moved once (a cycle walk):
+// sorting the slices themselves swapped ~150-byte structs log n times each.
+void sort_slices(std::vector<Slice>& slices) {
+  struct Key {
+    int64_t pid, tid, start, end;
+    uint32_t depth;
+    uint8_t rank;
+    uint32_t index;
+  };
+  std::vector<Key> keys(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const Slice& x = slices[i];
+    keys[i] = Key{x.pid, x.tid, x.start, x.end, x.depth, x.rank, static_cast<uint32_t>(i)};
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     if (a.pid != b.pid) return a.pid < b.pid;
     if (a.tid != b.tid) return a.tid < b.tid;
     if (a.start != b.start) return a.start < b.start;
     if (a.end != b.end) return a.end > b.end;
     if (a.rank != b.rank) return a.rank < b.rank;
-    return a.depth < b.depth;
+    if (a.depth != b.depth) return a.depth < b.depth;
+    return a.index < b.index;
   });
+  // Position i takes the slice at keys[i].index: follow each cycle once.
+  std::vector<char> done(slices.size(), 0);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (done[i] || keys[i].index == i) continue;
+    Slice held = std::move(slices[i]);
+    size_t at = i;
+    while (keys[at].index != i) {
+      slices[at] = std::move(slices[keys[at].index]);
+      done[at] = 1;
+      at = keys[at].index;
+    }
+    slices[at] = std::move(held);
+    done[at] = 1;
+  }
+}
+
+size_t nest(std::vector<Slice>& slices) {
+  sort_slices(slices);
   struct Open {
     size_t index;
     int64_t cursor;  // end of the last direct child
