@@ -256,13 +256,12 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     auto file = [&](const char* name, const std::string& how) {
       appendf(out, "  %s/%-24s %s\n", d, name, how.c_str());
     };
-    const std::string dir = o.output_dir;
-    file("report.html", "the report in a browser, self-contained and offline: xdg-open " + dir + "/report.html");
+    file("report.html", "open in a browser (one self-contained page, works offline)");
     file("trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing");
-    file("stacks.folded", "flame graph: flamegraph.pl " + dir + "/stacks.folded > flame.svg");
-    file("profile.speedscope.json", "speedscope " + dir + "/profile.speedscope.json (or drop it on https://www.speedscope.app)");
+    file("stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg");
+    file("profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app");
     file("profile.json", "machine-readable profile (schema torchneck.profile/1)");
-    if (run.run.python_mode == "trace") file("python.pstats", "python3 -m pstats " + dir + "/python.pstats (or snakeviz)");
+    if (run.run.python_mode == "trace") file("python.pstats", "python3 -m pstats FILE (or snakeviz FILE)");
     file("report.txt", "this report");
   }
   return out;
