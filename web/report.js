@@ -268,7 +268,7 @@
     var legendItems = [];
     var seenKinds = {};
     nodes.forEach(function (n) { seenKinds[n.kind] = true; });
-    var colors = { root: '#b8c4cf', thread: '#c9d3dc', python: '#f0b46a', 'operator': '#7fb3d5', backward: '#e59866', scope: '#a9d18e' };
+    var colors = { root: '#b8c4cf', thread: '#c9d3dc', python: '#f0b46a', module: '#c39bd3', 'operator': '#7fb3d5', backward: '#e59866', scope: '#a9d18e' };
     Object.keys(colors).forEach(function (k) { if (seenKinds[k]) legendItems.push({ label: k, color: colors[k] }); });
     legend(box, legendItems);
     var body = el('div', 'flame-body');

@@ -265,7 +265,7 @@ def with_data(report, profile, flame, path):
 
 
 def test_flame_graph_draws_every_kind_of_frame(heavy, tmp_path):
-    # The flame tree may hold operators, backward nodes and scopes below the
+    # The flame tree may hold modules, operators, backward nodes and scopes below the
     # Python frames, and threads above them: each is drawn, coloured by kind.
     _, out, profile, _ = heavy
     def node(name, kind, value, children=(), **kw):
@@ -275,7 +275,8 @@ def test_flame_graph_draws_every_kind_of_frame(heavy, tmp_path):
         node("MainThread", "thread", 900, [
             node("train_step", "python", 900, [
                 node("Optimizer.step#SGD.step", "scope", 100),
-                node("aten::mm", "operator", 500, [node("aten::addmm <b>", "operator", 200)]),
+                node("fc (Linear)", "module", 500, [
+                    node("aten::mm", "operator", 500, [node("aten::addmm <b>", "operator", 200)])]),
                 node("MmBackward0", "backward", 250),
             ], file="train.py", line=7)]),
         node("pt_autograd_0", "thread", 100)], omitted_nodes=0)
@@ -283,9 +284,10 @@ def test_flame_graph_draws_every_kind_of_frame(heavy, tmp_path):
     obs = open_in_browser(page, str(tmp_path / "shots"), search="aten::")
     assert_clean_page(obs)
     fl = obs["flame"]
-    assert fl["frames"] == 8
-    assert fl["kinds"] == sorted("kind-" + k for k in ("root", "thread", "python", "operator", "backward", "scope"))
-    assert set(fl["legend"]) == {"root", "thread", "python", "operator", "backward", "scope"}
+    assert fl["frames"] == 9
+    kinds = ("root", "thread", "python", "module", "operator", "backward", "scope")
+    assert fl["kinds"] == sorted("kind-" + k for k in kinds)
+    assert set(fl["legend"]) == set(kinds)
     assert sorted(m.split("  ")[0] for m in fl["matches"]) == ["aten::addmm <b>", "aten::mm"]
     assert "1 outermost matches, 50.0 %" in fl["searchStatus"]
 
