@@ -1,5 +1,6 @@
 #include "ingest/kineto_json.h"
 
+#include "core/timing.h"
 #include "ingest/exact_times.h"
 #include "ingest/kineto_parser.h"
 #include "ingest/trace_file.h"
@@ -52,11 +53,14 @@ namespace dom = simdjson::dom;
 namespace od = simdjson::ondemand;
 
 // Where a document that simdjson rejected goes wrong: walks it with the
-// on-demand parser, which stops at the first bad token and says where.
-size_t error_offset(const simdjson::padded_string& json) {
+// on-demand parser, which stops at the first bad token and says where (an
+// offset from `data`; `size` when the walk finds nothing wrong, and then
+// *bad, when given, is false). `capacity` bytes are readable from `data`.
+size_t error_offset(const char* data, size_t size, size_t capacity, bool* bad = nullptr) {
+  if (bad != nullptr) *bad = true;
   od::parser parser;
   od::document doc;
-  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return 0;
+  if (parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(doc) != simdjson::SUCCESS) return 0;
   const char* at = nullptr;
   // Depth-bounded (simdjson's own limit): hostile nesting must not overflow
   // our stack.
@@ -98,24 +102,38 @@ size_t error_offset(const simdjson::padded_string& json) {
   od::value root;
   simdjson::error_code err = doc.get_value().get(root);
   if (!err) err = walk(root);
-  if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr)
-    return static_cast<size_t>(at - json.data());
-  return json.size();
+  // Past a whole value, a location is what follows it: trailing content.
+  if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr) return static_cast<size_t>(at - data);
+  if (!err && bad != nullptr) *bad = false;
+  return size;
+}
+
+size_t error_offset(const BigBytes& json) {
+  return error_offset(json.data(), json.size(), json.size() + json.padding());
+}
+
+// The same for a text whose start was given back (BigBytes::release) after
+// it was read without fault: the elements of the events array from the
+// first one wholly after `kept_from` are walked one by one (each is a whole
+// document: the scanner found where they start and end).
+size_t error_offset_after(const BigBytes& json, const EventsLayout& layout, size_t kept_from) {
+  const size_t capacity = json.size() + json.padding();
+  for (size_t i = 0; i < layout.elements; ++i) {
+    const size_t start = i == 0 ? layout.begin + 1 : layout.commas[i - 1] + 1;
+    if (start < kept_from) continue;
+    const size_t end = i + 1 < layout.elements ? layout.commas[i] : layout.end;
+    bool bad = false;
+    const size_t at = error_offset(json.data() + start, end - start, capacity - start, &bad);
+    if (bad) return start + at;
+  }
+  return layout.end;
 }
 
 }  // namespace
 
 namespace {
 
-// TORCHNECK_TIMING=1: the ingest's own phases, on stderr.
-void ingest_phase(const char* what) {
-  static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
-  static auto last = std::chrono::steady_clock::now();
-  if (!on) return;
-  const auto now = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "torchneck:   ingest %-17s %7.1f ms\n", what, std::chrono::duration<double, std::milli>(now - last).count());
-  last = now;
-}
+void ingest_phase(const char* what) { timing_phase(what, 2); }
 
 // By start, longer first, ties in file order (a stable sort): the keys are
 // sorted, then each event moved once (an Event is ~190 bytes: merge-sorting
@@ -222,7 +240,7 @@ bool events_in_two(Parser& p, const char* buf, const EventsLayout& layout, size_
   return true;
 }
 
-Trace parse_padded(simdjson::padded_string& json, const std::string& path,
+Trace parse_padded(BigBytes& json, const std::string& path,
                    const std::function<void(size_t, size_t)>& progress) {
   Trace t;
   t.path = path;
@@ -245,7 +263,7 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     p.emplace(t, progress, text.size(), exact);
     dom::parser parser;
     dom::element root;
-    if (const auto err = parser.parse(json).get(root)) throw invalid(err);
+    if (const auto err = parser.parse(json.data(), json.size(), false).get(root)) throw invalid(err);
     try {
       p->document(root);
     } catch (const std::exception& e) {
@@ -283,35 +301,56 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     p.emplace(t, progress, text.size(), exact);
     dom::parser stream_parser;
     simdjson::dom::document_stream docs;
+    size_t released = 0;  // see below
     auto restore = [&] {
-      for (size_t c : layout.commas) buf[c] = ',';
+      for (size_t c : layout.commas)
+        if (c >= released) buf[c] = ',';
     };
     if (const auto err = stream_parser.parse_many(buf + first, len, batch).get(docs)) {
       restore();
       throw invalid(err);
     }
-    size_t n = 0;
-    t.events.reserve(layout.elements);
-    // Flows too (a quarter of the elements in a trace with fwdbwd/ac2g
-    // flows): grown by doubling, their copies faulted in ~750 fresh pages on
-    // v100_resnet_rank0; capacity never touched costs no memory.
-    t.flows.reserve(layout.elements);
+    size_t n = 0, read = 0;
+    // The text already read is given back as the events are read (in whole
+    // huge pages, a generous two batches behind the element being read:
+    // simdjson reads on, never back), so that the peak memory is not the
+    // whole text plus the events read from it; an error past that point is
+    // then found by walking the elements from the first one still whole.
+    auto invalid_here = [&](simdjson::error_code err) {
+      if (released == 0) return invalid(err);
+      return std::runtime_error(path + ": byte " + std::to_string(error_offset_after(json, layout, released)) +
+                                ": not valid JSON (" + simdjson::error_message(err) + ")");
+    };
+    // Sized once: grown by doubling, the copies fault in fresh pages. The
+    // events: the elements whose "ph" may be "X"; the flows (a third of the
+    // elements in a trace with fwdbwd/ac2g flows): the others.
+    size_t complete = 0;
+    for (size_t i = 0; i < exact.size() && i < layout.elements; ++i) complete += exact[i].maybe_complete;
+    t.events.reserve(complete);
+    t.flows.reserve(layout.elements - std::min(complete, layout.elements));
     try {
       for (auto doc : docs) {
         dom::element el;
         if (const auto err = doc.get(el)) {
           restore();
-          throw invalid(err);
+          throw invalid_here(err);
         }
         p->event_element(el);
         if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
+        if ((++read & 0x3FF) == 0 && read < layout.elements) {
+          const size_t behind = layout.commas[read - 1] > 2 * batch ? layout.commas[read - 1] - 2 * batch : 0;
+          if (behind > std::max(released, first) + (size_t{4} << 20)) {
+            json.release(std::max(released, first), behind);
+            released = behind;
+          }
+        }
       }
     } catch (const Fail& e) {
       throw std::runtime_error(path + ": event " + std::to_string(p->parsed()) + ": " + e.what());
     }
     if (p->parsed() != layout.elements) {
       restore();
-      throw invalid(simdjson::TAPE_ERROR);
+      throw invalid_here(simdjson::TAPE_ERROR);
     }
     }
     ingest_phase(in_two ? "events (2 threads)" : "events");
@@ -326,7 +365,7 @@ Trace parse_padded(simdjson::padded_string& json, const std::string& path,
     const simdjson::padded_string around_text(around);
     if (top_parser.parse(around_text).get(root)) {
       std::memset(buf + first, ' ', len);
-      if (const auto err = top_parser.parse(json).get(root)) throw invalid(err);
+      if (const auto err = top_parser.parse(json.data(), json.size(), false).get(root)) throw invalid(err);
     }
     try {
       p->top_level(root);
@@ -360,13 +399,13 @@ size_t set_parallel_min_bytes(size_t n) {
 
 Trace parse_trace(const std::string& text, const std::string& path,
                   const std::function<void(size_t, size_t)>& progress) {
-  simdjson::padded_string json(text);
+  BigBytes json(text.data(), text.size(), simdjson::SIMDJSON_PADDING);
   return parse_padded(json, path, progress);
 }
 
 Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
   ingest_phase("start");
-  simdjson::padded_string json = detail::read_trace_file(path);
+  BigBytes json = detail::read_trace_file(path);
   ingest_phase("read + gunzip");
   if (progress) progress(0, json.size());
   Trace t = parse_padded(json, path, progress);

@@ -4,6 +4,7 @@
 
 #include "analyze/flame.h"
 #include "core/files.h"
+#include "core/timing.h"
 #include "report/flame_files.h"
 #include "report/html_report.h"
 #include "report/profile_json.h"
@@ -23,21 +24,27 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
   t.output_dir = options.dir;
   t.cwd = options.cwd;
   std::string text = terminal_report(run, analysis, t);
+  timing_phase("terminal report", 2);
   if (!options.dir.empty()) {
     try {
       write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
+      timing_phase("profile.json", 2);
       if (run.run.python_mode == "trace")
         write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
       // flame graph data (docs/flame-graphs.md), also drawn in report.html
       const FlameNode flame = build_flame(run);
+      timing_phase("flame tree", 2);
       write_file_atomically(options.dir + "/stacks.folded", folded_stacks(flame));
       write_file_atomically(options.dir + "/profile.speedscope.json",
                             speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
+      timing_phase("flame files", 2);
       write_file_atomically(options.dir + "/report.txt", text);
       write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
+      timing_phase("report.html", 2);
       write_file_atomically(options.dir + "/trace.json", [&](const std::function<void(std::string_view)>& sink) {
         trace_json(run, analysis, options.trace, sink);
       });
+      timing_phase("trace.json", 2);
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();

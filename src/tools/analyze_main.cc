@@ -2,6 +2,7 @@
 // (Kineto) trace, or of a folder of rank traces, without Python or torch:
 // the same kind of report as a live run (verdict first) and profile.json in
 // the same schema, plus its "gpu" section (and "ranks" for several).
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "analyze/analysis.h"
+#include "core/timing.h"
 #include "ingest/kineto_json.h"
 #include "ingest/kineto_to_run.h"
 #include "report/output_files.h"
@@ -127,15 +129,7 @@ std::vector<std::string> prepare_dir(const std::string& dir) {
   return created;
 }
 
-// TORCHNECK_TIMING=1: where the time of one analysis goes, on stderr.
-void phase(const char* what) {
-  static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
-  static auto last = std::chrono::steady_clock::now();
-  if (!on) return;
-  const auto now = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "torchneck: %-24s %7.1f ms\n", what, std::chrono::duration<double, std::milli>(now - last).count());
-  last = now;
-}
+void phase(const char* what) { timing_phase(what); }
 
 int run(int argc, char** argv) {
   phase("start");
@@ -224,6 +218,17 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One short-lived process that allocates and frees tens of megabytes
+  // phase after phase: memory freed is kept for the next phase rather than
+  // handed back and faulted in again (a fresh 4 KiB page costs ~12 us on the
+  // VMs measured, docs/analyze.md), in huge pages where ./torchneck sets
+  // glibc.malloc.hugetlb=1. (One arena for all threads, M_ARENA_MAX 1, was
+  // slower: the GPU analyses' second thread then waits on the main one.)
+  // The trace's text is mapped apart (core/big_memory.h).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_TOP_PAD, 2 << 20);
+
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

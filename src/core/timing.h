@@ -1,0 +1,38 @@
+// TORCHNECK_TIMING=1: where the time of one command goes, phase by phase, on
+// stderr. Off (one cached getenv) otherwise; not for hot paths.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <malloc.h>
+#include <sys/resource.h>
+
+#include "core/clock.h"
+
+namespace torchneck {
+
+// Prints the time since the previous call (from any caller), as
+// "torchneck: <indent><what> <ms> <minor page faults>".
+inline void timing_phase(const char* what, int indent = 0) {
+  static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
+  static int64_t last = now_ns();
+  static long last_faults = 0;
+  if (!on) return;
+  const int64_t now = now_ns();
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const struct mallinfo2 m = mallinfo2();
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  std::fprintf(stderr, "torchneck: %*s%-*s %7.1f ms %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, heap %5.1f MB\n", indent, "",
+               26 - indent, what, ns_to_ms(now - last), u.ru_minflt - last_faults, resident * 4096 / 1e6 / 1.048576, u.ru_maxrss / 1024.0,
+               static_cast<double>(m.uordblks + m.hblkhd) / 1e6, static_cast<double>(m.arena) / 1e6);
+  last = now;
+  last_faults = u.ru_minflt;
+}
+
+}  // namespace torchneck
