@@ -23,17 +23,36 @@ namespace {
 
 // One allocation of the final size (the gzip trailer's ISIZE), no copy, so
 // the peak memory is the JSON text once plus the parser's.
-simdjson::padded_string read_trace_file(const std::string& path) {
+BigBytes read_trace_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
   std::string raw;
   // Sized from the file's length first: grown by doubling, the string's
   // copies faulted in twice its size in fresh pages (slow on VMs).
+  long len = -1;
   if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long len = std::ftell(f);
-    if (len > 0) raw.reserve(static_cast<size_t>(len));
+    len = std::ftell(f);
     std::rewind(f);
   }
+  unsigned char magic[2] = {0, 0};
+  const size_t got = std::fread(magic, 1, 2, f);
+  const bool gzip_magic = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (len > 0 && !gzip_magic && std::fseek(f, 0, SEEK_SET) == 0) {
+    // Plain JSON of a known size: read straight into the final buffer.
+    BigBytes text(static_cast<size_t>(len), simdjson::SIMDJSON_PADDING);
+    size_t at = 0, n = 0;
+    while (at < text.size() && (n = std::fread(text.data() + at, 1, text.size() - at, f)) > 0) at += n;
+    const bool failed = std::ferror(f) != 0;
+    char more = 0;
+    const bool grew = !failed && std::fread(&more, 1, 1, f) == 1;
+    std::fclose(f);
+    if (failed) throw std::runtime_error(path + ": read error");
+    if (grew) throw std::runtime_error(path + ": the file grew while it was read");
+    if (at == text.size()) return text;
+    return BigBytes(text.data(), at, simdjson::SIMDJSON_PADDING);  // it shrank
+  }
+  raw.append(reinterpret_cast<const char*>(magic), got);
+  if (len > 0) raw.reserve(static_cast<size_t>(len));
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
@@ -41,13 +60,13 @@ simdjson::padded_string read_trace_file(const std::string& path) {
   std::fclose(f);
   if (failed) throw std::runtime_error(path + ": read error");
   const bool gzip = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f && static_cast<unsigned char>(raw[1]) == 0x8b;
-  if (!gzip) return simdjson::padded_string(raw);
+  if (!gzip) return BigBytes(raw.data(), raw.size(), simdjson::SIMDJSON_PADDING);
   if (raw.size() < 18) gzip_error(path, raw.size(), Z_BUF_ERROR);
   const auto* t = reinterpret_cast<const unsigned char*>(raw.data() + raw.size() - 4);
   size_t size = static_cast<size_t>(t[0]) | static_cast<size_t>(t[1]) << 8 | static_cast<size_t>(t[2]) << 16 |
                 static_cast<size_t>(t[3]) << 24;  // ISIZE: the size mod 2^32
   {  // libdeflate: a single gzip member of the size the trailer says, ~2x zlib's speed
-    simdjson::padded_string out(size);
+    BigBytes out(size, simdjson::SIMDJSON_PADDING);
     libdeflate_decompressor* d = libdeflate_alloc_decompressor();
     size_t in_used = 0, produced = 0;
     const libdeflate_result r =
@@ -60,7 +79,7 @@ simdjson::padded_string read_trace_file(const std::string& path) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::runtime_error(path + ": cannot start gzip decompression");
   std::string grown;  // only when ISIZE was wrong (several members, over 4 GiB)
-  simdjson::padded_string out(size);
+  BigBytes out(size, simdjson::SIMDJSON_PADDING);
   z.next_in = reinterpret_cast<Bytef*>(raw.data());
   z.avail_in = static_cast<uInt>(std::min<size_t>(raw.size(), UINT32_MAX));
   z.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -96,10 +115,10 @@ simdjson::padded_string read_trace_file(const std::string& path) {
   inflateEnd(&z);
   if (!grown.empty()) {
     grown.resize(produced);
-    return simdjson::padded_string(grown);
+    return BigBytes(grown.data(), grown.size(), simdjson::SIMDJSON_PADDING);
   }
   if (produced == out.size()) return out;
-  return simdjson::padded_string(out.data(), produced);
+  return BigBytes(out.data(), produced, simdjson::SIMDJSON_PADDING);
 }
 
 }  // namespace torchneck::kineto::detail

@@ -233,7 +233,7 @@ std::vector<std::string> fixture_texts() {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.find(".trace.json") == std::string::npos) continue;
-    const simdjson::padded_string t = detail::read_trace_file(e.path().string());
+    const BigBytes t = detail::read_trace_file(e.path().string());
     out.emplace_back(t.data(), t.size());
   }
   return out;

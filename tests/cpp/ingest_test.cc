@@ -685,6 +685,30 @@ TEST(IngestRejects, TenMegabyteUnterminatedString) {
   expect_text_rejected("big_open_string.json", text, Where::kByte);
 }
 
+// Past the first megabytes of a large trace the text already read is given
+// back while the events are read (BigBytes::release); a fault found there is
+// still placed exactly, at the byte planted.
+TEST(IngestRejects, FaultLateInALargeTraceIsPlacedExactly) {
+  const std::string text = gunzip_file(fixture_dir() / "v100_resnet_rank0.trace.json.gz");
+  ASSERT_GT(text.size(), 12u << 20);
+  for (double where : {0.6, 0.97}) {
+    std::string bad = text;
+    const size_t at = bad.find("\"dur\": ", static_cast<size_t>(static_cast<double>(bad.size()) * where));
+    ASSERT_NE(at, std::string::npos);
+    const size_t value = at + 7;
+    ASSERT_TRUE(bad[value] >= '0' && bad[value] <= '9') << bad.substr(at, 20);
+    bad[value] = 'x';  // "dur": x23 -- not a JSON value
+    const std::string path = write_temp("late_fault_" + std::to_string(value) + ".json", bad);
+    try {
+      load_trace(path);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": byte " + std::to_string(value) + ": not valid JSON", 0), 0u)
+          << e.what() << " (planted at " << value << ")";
+    }
+  }
+}
+
 TEST(IngestRejects, ParseTraceNamesThePathItIsGiven) {
   // The in-memory entry (the fuzz target's) reports the name it is given.
   for (const std::string& text : {std::string(), std::string("{"), std::string("[1]")}) {

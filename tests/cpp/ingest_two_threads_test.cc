@@ -81,7 +81,7 @@ std::vector<std::string> fixture_texts() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().filename().string().find(".trace.json") == std::string::npos) continue;
-    const simdjson::padded_string t = detail::read_trace_file(e.path().string());
+    const BigBytes t = detail::read_trace_file(e.path().string());
     out.emplace_back(t.data(), t.size());
   }
   return out;
