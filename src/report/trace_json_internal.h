@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -43,8 +44,14 @@ struct Slice {
   Ref ref_kind = Ref::kNone;
   size_t ref = 0;        // index into Run::timeline or kineto::Trace::events
   int64_t free_point = -1;  // an instant inside it that no child covers, -1 none
-  std::string name;
-  std::string args;  // JSON object members, without braces
+  // Its name, cut to options.max_name_chars: a view of the run's or the
+  // trace's own strings, or of TraceBuilder::owned for a name made here.
+  std::string_view name;
+  // Its args, JSON object members without braces: [args_at, +args_size) of
+  // TraceBuilder::args. No string of its own: a trace has ~10^5 slices, and
+  // two allocations each were a third of the time to write trace.json.
+  uint32_t args_size = 0;
+  size_t args_at = 0;
 };
 
 struct Flow {
@@ -67,7 +74,19 @@ struct TraceBuilder {
   std::vector<std::string> metadata_events() const;
   std::string other_data(size_t steps_in_window, bool limited, size_t steps_in_run) const;
 
-  void add(Slice s);  // keeps it when it overlaps the window, else counts it
+  // Keeps it, with `args` (JSON members), when it overlaps the window, else
+  // counts it.
+  void add(Slice s, std::string_view args = {});
+  // Whether it overlaps the window (an end before its start moved to the
+  // start); counts it when not. add() checks it too; callers may check
+  // first, before they build its name and args.
+  bool in_window(Slice& s);
+  // A name for a slice: `name` itself (it outlives the builder) when short,
+  // else its cut copy kept in `owned`.
+  std::string_view name_for(std::string_view name);
+  std::string_view own(std::string name);  // a name made here, kept in `owned`
+  std::string& scratch();  // an empty string for building one slice's args
+  std::string_view args_of(const Slice& s) const { return std::string_view(args).substr(s.args_at, s.args_size); }
   int64_t pid_of(uint32_t thread) const;
   int64_t tid_of(uint32_t thread) const;
   int64_t python_sort_index(uint32_t thread) const;
@@ -81,6 +100,9 @@ struct TraceBuilder {
   std::vector<int64_t> thread_pid, thread_tid;  // by thread index
   std::vector<Slice> slices;
   std::vector<Flow> flows;
+  std::string args;                // every slice's args, one after another
+  std::deque<std::string> owned;   // names made here (stable addresses)
+  std::string scratch_;
   uint64_t outside_window[kNumSliceCats] = {};
   uint64_t over_cap[kNumSliceCats] = {};
   uint64_t unbound_flows = 0;  // an end had no instant free of children

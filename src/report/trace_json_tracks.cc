@@ -1,5 +1,6 @@
 // What goes on which track of trace.json (report/trace_json.h).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <set>
@@ -86,14 +87,35 @@ int64_t TraceBuilder::python_sort_index(uint32_t t) const {
   return t == run.main_thread ? 2 : 11 + 2 * static_cast<int64_t>(t);
 }
 
-void TraceBuilder::add(Slice s) {
+bool TraceBuilder::in_window(Slice& s) {
   if (s.end < s.start) s.end = s.start;
-  if (!(s.start < window_end && s.end >= window_start)) {
-    ++outside_window[static_cast<int>(s.cat)];
-    return;
-  }
+  if (s.start < window_end && s.end >= window_start) return true;
+  ++outside_window[static_cast<int>(s.cat)];
+  return false;
+}
+
+void TraceBuilder::add(Slice s, std::string_view a) {
+  if (!in_window(s)) return;
   s.rank = rank(s.cat);
-  slices.push_back(std::move(s));
+  s.args_at = args.size();
+  s.args_size = static_cast<uint32_t>(a.size());
+  args.append(a);
+  slices.push_back(s);
+}
+
+std::string_view TraceBuilder::name_for(std::string_view name) {
+  if (name.size() <= options.max_name_chars) return name;
+  return own(cut_name(name, options.max_name_chars));
+}
+
+std::string_view TraceBuilder::own(std::string name) {
+  owned.push_back(std::move(name));
+  return owned.back();
+}
+
+std::string& TraceBuilder::scratch() {
+  scratch_.clear();
+  return scratch_;
 }
 
 void TraceBuilder::add_steps(size_t steps_in_window) {
@@ -103,23 +125,25 @@ void TraceBuilder::add_steps(size_t steps_in_window) {
   for (size_t i = 0; i < sa.steps.size() && i < steps_in_window; ++i) {
     const Step& st = sa.steps[i];
     Slice s;
+    std::string& a = scratch();
     s.pid = main_pid;
     s.tid = kStepsTid;
     s.start = st.start_ns;
     s.end = st.end_ns;
     s.cat = SliceCat::kStep;
-    s.name = "step " + std::to_string(i) + (st.steady ? "" : (i == 0 ? " (warm-up)" : " (warm-up or outlier)"));
-    add_arg(s.args, "step", static_cast<int64_t>(i));
-    add_arg_ms(s.args, "ms", st.duration());
-    add_arg(s.args, "steady", st.steady ? "yes" : "no: excluded from the median");
+    s.name = own("step " + std::to_string(i) + (st.steady ? "" : (i == 0 ? " (warm-up)" : " (warm-up or outlier)")));
+    add_arg(a, "step", static_cast<int64_t>(i));
+    add_arg_ms(a, "ms", st.duration());
+    add_arg(a, "steady", st.steady ? "yes" : "no: excluded from the median");
     for (int p = 0; p < kNumPhases; ++p)
-      add_arg_ms(s.args, std::string(phase_name(static_cast<Phase>(p))) + "_ms", st.breakdown.ns[p]);
-    add_arg(s.args, "operators", static_cast<int64_t>(st.ops));
-    add(std::move(s));
+      add_arg_ms(a, std::string(phase_name(static_cast<Phase>(p))) + "_ms", st.breakdown.ns[p]);
+    add_arg(a, "operators", static_cast<int64_t>(st.ops));
+    add(std::move(s), a);
   }
   for (const PhaseSegment& seg : phase_segments(run, sa)) {
     if (seg.step >= steps_in_window) continue;
     Slice s;
+    std::string& a = scratch();
     s.pid = main_pid;
     s.tid = kStepsTid;
     s.start = seg.start_ns;
@@ -127,8 +151,8 @@ void TraceBuilder::add_steps(size_t steps_in_window) {
     s.cat = SliceCat::kPhase;
     s.depth = 1;
     s.name = phase_label(seg.phase);
-    add_arg(s.args, "step", static_cast<int64_t>(seg.step));
-    add(std::move(s));
+    add_arg(a, "step", static_cast<int64_t>(seg.step));
+    add(std::move(s), a);
   }
 }
 
@@ -141,6 +165,7 @@ void TraceBuilder::add_timeline() {
   for (size_t i = 0; i < run.timeline.size(); ++i) {
     const OpEvent& e = run.timeline[i];
     Slice s;
+    std::string& a = scratch();
     s.pid = pid_of(e.thread_index);
     s.tid = tid_of(e.thread_index);
     s.start = e.start_ns;
@@ -150,13 +175,13 @@ void TraceBuilder::add_timeline() {
     s.ref_kind = Ref::kTimeline;
     s.ref = i;
     const std::string_view name = e.name_id < run.strings.size() ? std::string_view(run.strings[e.name_id]) : "?";
-    s.name = cut_name(name, options.max_name_chars);
-    if (e.seq_nr >= 0) add_arg(s.args, "seq_nr", e.seq_nr);
+    s.name = name_for(name);
+    if (e.seq_nr >= 0) add_arg(a, "seq_nr", e.seq_nr);
     if (e.kind == OpKind::kOperator) {
       auto it = shapes.find(name);
-      if (it != shapes.end()) add_arg(s.args, "shapes_most_frequent", it->second);
+      if (it != shapes.end()) add_arg(a, "shapes_most_frequent", it->second);
     }
-    add(std::move(s));
+    add(std::move(s), a);
   }
 }
 
@@ -172,6 +197,7 @@ void TraceBuilder::add_modules() {
     if (it == stack.rend()) continue;
     const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
     Slice s;
+    std::string& a = scratch();
     s.pid = pid_of(e.thread_index);
     s.tid = tid_of(e.thread_index);
     s.start = stack[pos].second;
@@ -180,20 +206,22 @@ void TraceBuilder::add_modules() {
     s.depth = static_cast<uint32_t>(pos);
     if (e.module < run.modules.size()) {
       const ModuleInfo& m = run.modules[e.module];
-      s.name = cut_name(m.name.empty() || m.name == m.type ? m.type : m.name + " (" + m.type + ")", options.max_name_chars);
-      add_arg(s.args, "type", m.type);
-      add_arg(s.args, "params", m.params);
+      s.name = m.name.empty() || m.name == m.type ? name_for(m.type)
+                                                  : own(cut_name(m.name + " (" + m.type + ")", options.max_name_chars));
+      add_arg(a, "type", m.type);
+      add_arg(a, "params", m.params);
     } else {
-      s.name = "module #" + std::to_string(e.module);
+      s.name = own("module #" + std::to_string(e.module));
     }
     stack.resize(pos);  // also closes scopes whose forward raised
-    add(std::move(s));
+    add(std::move(s), a);
   }
 }
 
 void TraceBuilder::add_python_frames() {
   for (const PyFrameEvent& f : run.py_frames) {
     Slice s;
+    std::string& a = scratch();
     s.pid = pid_of(f.thread_index);
     s.tid = kPythonTidBase + f.thread_index;
     if (!track_names.count({s.pid, s.tid}))
@@ -205,13 +233,13 @@ void TraceBuilder::add_python_frames() {
     s.depth = f.depth;
     if (f.function < run.python.size()) {
       const PyFunctionStats& fn = run.python[f.function];
-      s.name = cut_name(fn.function, options.max_name_chars);
-      add_arg(s.args, "file", fn.file);
-      add_arg(s.args, "line", static_cast<int64_t>(fn.line));
+      s.name = name_for(fn.function);
+      add_arg(a, "file", fn.file);
+      add_arg(a, "line", static_cast<int64_t>(fn.line));
     } else {
       s.name = "?";
     }
-    add(std::move(s));
+    add(std::move(s), a);
   }
 }
 
@@ -250,6 +278,7 @@ void TraceBuilder::add_samples() {
         const Open o = open.back();
         open.pop_back();
         Slice s;
+        std::string& a = scratch();
         s.pid = pid;
         s.tid = tid;
         s.start = o.start;
@@ -258,14 +287,14 @@ void TraceBuilder::add_samples() {
         s.depth = static_cast<uint32_t>(open.size());
         if (o.function < run.python.size()) {
           const PyFunctionStats& fn = run.python[o.function];
-          s.name = cut_name(fn.function, options.max_name_chars);
-          add_arg(s.args, "file", fn.file);
-          add_arg(s.args, "line", static_cast<int64_t>(fn.line));
+          s.name = name_for(fn.function);
+          add_arg(a, "file", fn.file);
+          add_arg(a, "line", static_cast<int64_t>(fn.line));
         } else {
           s.name = "?";
         }
-        add_arg(s.args, "samples", o.samples);
-        add(std::move(s));
+        add_arg(a, "samples", o.samples);
+        add(std::move(s), a);
       }
     };
     static const std::vector<uint32_t> kEmpty;
@@ -292,56 +321,79 @@ void TraceBuilder::add_gpu(const kineto::Trace& trace) {
   gpu = true;
   std::set<std::pair<int64_t, int64_t>> cpu_tracks;
   for (size_t t = 0; t < thread_pid.size(); ++t) cpu_tracks.insert({thread_pid[t], thread_tid[t]});
+  // Events come in time order, tracks in runs: the last track named is
+  // checked before the maps.
+  std::pair<int64_t, int64_t> named{INT64_MIN, INT64_MIN};
+  auto three = [](const int32_t* v) {
+    char buf[48];
+    char* p = buf;
+    *p++ = '[';
+    for (int k = 0; k < 3; ++k) {
+      if (k > 0) {
+        *p++ = ',';
+        *p++ = ' ';
+      }
+      p = std::to_chars(p, buf + sizeof buf, v[k]).ptr;
+    }
+    *p++ = ']';
+    return std::string(buf, p);
+  };
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const kineto::Event& e = trace.events[i];
     Slice s;
-    s.start = e.ts_ns;
-    s.end = e.end_ns();
-    s.ref_kind = Ref::kKineto;
-    s.ref = i;
-    s.name = cut_name(trace.name_of(e), options.max_name_chars);
     if (e.cat == kineto::Cat::kRuntime) {
       s.cat = SliceCat::kRuntime;
       s.pid = e.pid;
       s.tid = e.tid;
-      if (!cpu_tracks.count({e.pid, e.tid}) && !track_names.count({e.pid, e.tid})) {
-        auto n = trace.thread_names.find({e.pid, e.tid});
-        track_names.emplace(std::make_pair(e.pid, e.tid),
-                            std::make_pair(n != trace.thread_names.end() ? n->second : "thread " + std::to_string(e.tid), 500));
-      }
     } else if (kineto::is_gpu_work(e.cat)) {
       s.cat = e.cat == kineto::Cat::kKernel ? SliceCat::kKernel
               : e.cat == kineto::Cat::kMemcpy ? SliceCat::kMemcpy : SliceCat::kMemset;
-      const int64_t device = e.device >= 0 ? e.device : e.pid;
-      s.pid = kGpuPidBase + device;
+      s.pid = kGpuPidBase + (e.device >= 0 ? e.device : e.pid);
       s.tid = e.stream >= 0 ? e.stream : e.tid;
-      if (!process_names.count(s.pid)) {
-        std::string dev_name;
-        for (const kineto::Device& d : trace.devices)
-          if (d.id == device) dev_name = d.name;
-        process_names[s.pid] = {"GPU " + std::to_string(device) + (dev_name.empty() ? "" : ": " + dev_name), 100 + device};
-      }
-      if (!track_names.count({s.pid, s.tid})) track_names[{s.pid, s.tid}] = {"stream " + std::to_string(s.tid), s.tid};
-      if (e.cat == kineto::Cat::kKernel) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "[%d, %d, %d]", e.grid[0], e.grid[1], e.grid[2]);
-        add_arg(s.args, "grid", buf);
-        std::snprintf(buf, sizeof buf, "[%d, %d, %d]", e.block[0], e.block[1], e.block[2]);
-        add_arg(s.args, "block", buf);
-        if (e.registers_per_thread >= 0) add_arg(s.args, "registers per thread", static_cast<int64_t>(e.registers_per_thread));
-        if (e.shared_memory >= 0) add_arg(s.args, "shared memory", e.shared_memory);
-        if (e.est_occupancy >= 0) {
-          std::snprintf(buf, sizeof buf, "%.1f", e.est_occupancy);
-          add_arg(s.args, "est. achieved occupancy %", buf);
-        }
-      } else if (e.bytes >= 0) {
-        add_arg(s.args, "bytes", e.bytes);
-      }
     } else {
       continue;
     }
-    if (e.correlation >= 0) add_arg(s.args, "correlation", e.correlation);
-    add(std::move(s));
+    s.start = e.ts_ns;
+    s.end = e.end_ns();
+    if (!in_window(s)) continue;
+    s.ref_kind = Ref::kKineto;
+    s.ref = i;
+    s.name = name_for(trace.name_of(e));
+    std::string& a = scratch();
+    if (std::make_pair(s.pid, s.tid) != named) {
+      named = {s.pid, s.tid};
+      if (s.cat == SliceCat::kRuntime) {
+        if (!cpu_tracks.count({e.pid, e.tid}) && !track_names.count({e.pid, e.tid})) {
+          auto n = trace.thread_names.find({e.pid, e.tid});
+          track_names.emplace(std::make_pair(e.pid, e.tid),
+                              std::make_pair(n != trace.thread_names.end() ? n->second : "thread " + std::to_string(e.tid), 500));
+        }
+      } else {
+        const int64_t device = s.pid - kGpuPidBase;
+        if (!process_names.count(s.pid)) {
+          std::string dev_name;
+          for (const kineto::Device& d : trace.devices)
+            if (d.id == device) dev_name = d.name;
+          process_names[s.pid] = {"GPU " + std::to_string(device) + (dev_name.empty() ? "" : ": " + dev_name), 100 + device};
+        }
+        if (!track_names.count({s.pid, s.tid})) track_names[{s.pid, s.tid}] = {"stream " + std::to_string(s.tid), s.tid};
+      }
+    }
+    if (e.cat == kineto::Cat::kKernel) {
+      add_arg(a, "grid", three(e.grid));
+      add_arg(a, "block", three(e.block));
+      if (e.registers_per_thread >= 0) add_arg(a, "registers per thread", static_cast<int64_t>(e.registers_per_thread));
+      if (e.shared_memory >= 0) add_arg(a, "shared memory", e.shared_memory);
+      if (e.est_occupancy >= 0) {
+        char buf[64];
+        const auto r = std::to_chars(buf, buf + sizeof buf, e.est_occupancy, std::chars_format::fixed, 1);
+        add_arg(a, "est. achieved occupancy %", std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
+      }
+    } else if (s.cat != SliceCat::kRuntime && e.bytes >= 0) {
+      add_arg(a, "bytes", e.bytes);
+    }
+    if (e.correlation >= 0) add_arg(a, "correlation", e.correlation);
+    add(std::move(s), a);
   }
 }
 
@@ -371,11 +423,10 @@ void TraceBuilder::apply_cap() {
 }
 
 void TraceBuilder::add_flows() {
-  std::unordered_map<size_t, size_t> of_timeline, of_kineto;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    if (slices[i].ref_kind == Ref::kTimeline) of_timeline[slices[i].ref] = i;
-    else if (slices[i].ref_kind == Ref::kKineto) of_kineto[slices[i].ref] = i;
-  }
+  // The slice of each timeline event (SIZE_MAX: none kept).
+  std::vector<size_t> of_timeline(run.timeline.size(), SIZE_MAX);
+  for (size_t i = 0; i < slices.size(); ++i)
+    if (slices[i].ref_kind == Ref::kTimeline && slices[i].ref < of_timeline.size()) of_timeline[slices[i].ref] = i;
   uint64_t id = 1;
   auto link = [&](size_t from, size_t to, const char* cat) {
     if (slices[from].free_point < 0 || slices[to].free_point < 0) {
@@ -403,8 +454,7 @@ void TraceBuilder::add_flows() {
     if (e.seq_nr < 0) continue;
     auto c = creator.find({by_seq_only ? 0 : e.forward_tid, e.seq_nr});
     if (c == creator.end()) continue;
-    auto f = of_timeline.find(c->second);
-    if (f != of_timeline.end()) link(f->second, i, "fwdbwd");
+    if (of_timeline[c->second] != SIZE_MAX) link(of_timeline[c->second], i, "fwdbwd");
   }
   // CPU → GPU: a runtime call and the device work it launched share a
   // correlation id.
