@@ -67,7 +67,7 @@ BigBytes& BigBytes::operator=(BigBytes&& o) noexcept {
 }
 
 void BigBytes::release(size_t from, size_t to) {
-  if (capacity_ < kBigMemoryMin || data_ == nullptr) return;
+  if (capacity_ < kBigMemoryMin || data_ == nullptr) return;  // 4 KiB pages: not worth a call
   to = std::min(to, size_);
   const auto base = reinterpret_cast<uintptr_t>(data_);
   const uintptr_t lo = (base + from + kHuge - 1) & ~(kHuge - 1);
