@@ -41,16 +41,22 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
       write_file_atomically(options.dir + "/report.txt", text);
       write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
       timing_phase("report.html", 2);
-      write_file_atomically(options.dir + "/trace.json", [&](const std::function<void(std::string_view)>& sink) {
-        trace_json(run, analysis, options.trace, sink);
-      });
-      timing_phase("trace.json", 2);
+      if (options.write_trace) {
+        write_trace_json(run, analysis, options);
+        timing_phase("trace.json", 2);
+      }
     } catch (const std::runtime_error& e) {
       if (error == nullptr) throw;
       *error = e.what();
     }
   }
   return text;
+}
+
+void write_trace_json(const Run& run, const Analysis& analysis, const OutputOptions& options) {
+  write_file_atomically(options.dir + "/trace.json", [&](const std::function<void(std::string_view)>& sink) {
+    trace_json(run, analysis, options.trace, sink);
+  });
 }
 
 }  // namespace torchneck

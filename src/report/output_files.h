@@ -15,6 +15,7 @@ struct OutputOptions {
   std::string cwd;
   SummaryOptions summary;
   TraceJsonOptions trace;  // trace.json: its step window, and the Kineto trace for analyze
+  bool write_trace = true;  // false: the caller writes trace.json itself (write_trace_json)
 };
 
 // Returns the terminal report text. When a file cannot be written: with
@@ -26,5 +27,9 @@ std::string write_outputs(const Run& run, const OutputOptions& options, std::str
 // the GPU reports and findings to it).
 std::string write_analysed(const Run& run, const Analysis& analysis, const OutputOptions& options,
                            std::string* error = nullptr);
+// trace.json alone, streamed to disk; throws std::runtime_error. It needs
+// only `run`, `analysis.steps` and `options.trace`: `torchneck analyze`
+// writes it before the GPU analyses are in, while they run on a second core.
+void write_trace_json(const Run& run, const Analysis& analysis, const OutputOptions& options);
 
 }  // namespace torchneck

@@ -48,6 +48,7 @@ struct TraceJsonOptions {
   int64_t pid = 0;
 };
 
+// Of `analysis` only `steps` is read (write_trace_json relies on it).
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);
 // The same, handed to `sink` in pieces of about 256 KB as it is written, so a
 // large trace is never whole in memory (output_files streams it to disk).
