@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include <malloc.h>
 #include <sys/resource.h>
@@ -18,7 +19,9 @@ inline void timing_phase(const char* what, int indent = 0) {
   static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
   static int64_t last = now_ns();
   static long last_faults = 0;
+  static std::mutex mutex;  // phases of two threads interleave
   if (!on) return;
+  const std::lock_guard<std::mutex> lock(mutex);
   const int64_t now = now_ns();
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <future>
 #include <set>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -173,12 +174,12 @@ int run(int argc, char** argv) {
   std::stable_sort(traces.begin(), traces.end(),
                    [](const kineto::Trace& x, const kineto::Trace& y) { return x.rank < y.rank; });
 
-  // The GPU analyses (every rank's) on a second core, while this one does
-  // the CPU side and writes trace.json, which needs none of them (a third
-  // of the time of a large trace each).
+  // The GPU analyses (every rank's, each on one thread) on a second core,
+  // while this one does the CPU side and writes trace.json, which needs
+  // none of them (a third of the time of a large trace each).
   auto gpu_reports = std::async(std::launch::async, [&traces] {
     std::vector<gpu::GpuReport> reports;
-    for (const auto& t : traces) reports.push_back(gpu::gpu_report(t));
+    for (const auto& t : traces) reports.push_back(gpu::gpu_report(t, /*one_thread=*/true));
     return reports;
   });
   // The CPU side of the first rank is the run; every rank gets its GPU report.
@@ -201,31 +202,36 @@ int run(int argc, char** argv) {
   out.summary = so;
   out.trace.steps = a.trace_steps;
   out.trace.kineto = &traces.front();  // GPU tracks of the first rank, as its CPU side
+  // The other files wait for the GPU findings: written on a second thread
+  // once the GPU analyses are in, while this one writes trace.json. The two
+  // share `analysis` but not its members: trace.json reads only `steps`.
+  OutputOptions rest_out = out;
+  rest_out.write_trace = false;
+  auto rest = std::async(std::launch::async, [&]() -> std::pair<std::string, std::string> {
+    analysis.gpu = gpu_reports.get();
+    // The GPU findings of the first rank replace the CPU-side ones of the same kind.
+    std::set<std::string> gpu_ids;
+    for (const auto& f : analysis.gpu.front().findings) gpu_ids.insert(f.id);
+    auto& findings = analysis.diagnosis.findings;
+    findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                  [&](const Finding& f) { return gpu_ids.count(f.id) > 0; }),
+                   findings.end());
+    findings.insert(findings.end(), analysis.gpu.front().findings.begin(), analysis.gpu.front().findings.end());
+    finish_diagnosis(analysis.diagnosis, analysis.steps);
+    std::string error;
+    std::string text = write_analysed(run, analysis, rest_out, &error);
+    return {std::move(text), std::move(error)};
+  });
   std::string trace_error;
   try {
     write_trace_json(run, analysis, out);
   } catch (const std::runtime_error& e) {
     trace_error = e.what();  // said after the report, as for the other files
   }
-  out.write_trace = false;
   phase("trace.json");
-
-  analysis.gpu = gpu_reports.get();
-  phase("GPU analyses (waited for)");
-  // The GPU findings of the first rank replace the CPU-side ones of the same kind.
-  std::set<std::string> gpu_ids;
-  for (const auto& f : analysis.gpu.front().findings) gpu_ids.insert(f.id);
-  auto& findings = analysis.diagnosis.findings;
-  findings.erase(std::remove_if(findings.begin(), findings.end(),
-                                [&](const Finding& f) { return gpu_ids.count(f.id) > 0; }),
-                 findings.end());
-  findings.insert(findings.end(), analysis.gpu.front().findings.begin(), analysis.gpu.front().findings.end());
-  finish_diagnosis(analysis.diagnosis, analysis.steps);
-
-  std::string error;
-  const std::string text = write_analysed(run, analysis, out, &error);
+  auto [text, error] = rest.get();
   if (error.empty()) error = trace_error;
-  phase("reports written");
+  phase("other files (waited for)");
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!error.empty()) {

@@ -206,19 +206,22 @@ void detect_gpu(const GpuReport& r, std::vector<Finding>& out) {
   }
 }
 
-GpuReport gpu_report(const kineto::Trace& trace) {
+GpuReport gpu_report(const kineto::Trace& trace, bool one_thread) {
   GpuReport r;
   r.path = trace.path;
   r.rank = trace.rank;
   // Independent sweeps over the same read-only trace: half of them on a
   // second thread (the analysis of a large trace is a quarter of the run).
-  auto other = std::async(std::launch::async, [&] {
+  auto half = [&] {
     r.hta = hta_breakdowns(trace);
     r.facts = gpu_facts(trace);
-  });
+  };
+  std::future<void> other;
+  if (one_thread) half();
+  else other = std::async(std::launch::async, half);
   r.tb = tb_overview(trace);
   r.metrics = tb_gpu_metrics(trace);
-  other.get();
+  if (other.valid()) other.get();
   detect_gpu(r, r.findings);
   return r;
 }
