@@ -66,13 +66,13 @@ BigBytes& BigBytes::operator=(BigBytes&& o) noexcept {
   return *this;
 }
 
-void BigBytes::release(size_t from, size_t to) {
-  if (capacity_ < kBigMemoryMin || data_ == nullptr) return;  // 4 KiB pages: not worth a call
+bool BigBytes::release(size_t from, size_t to) {
+  if (capacity_ < kBigMemoryMin || data_ == nullptr) return false;  // not mapped: from operator new
   to = std::min(to, size_);
   const auto base = reinterpret_cast<uintptr_t>(data_);
   const uintptr_t lo = (base + from + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t hi = (base + to) & ~(kHuge - 1);
-  if (from < to && lo < hi) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  return from < to && lo < hi && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
 }
 
 BigBytes::~BigBytes() { big_free(data_, capacity_); }

@@ -2,7 +2,8 @@
 // whole, aligned 2 MiB units and advised as transparent huge pages, so that
 // a 15 MB buffer is faulted in with ~8 faults instead of ~3700. On the VMs
 // torchneck is measured on, a 4 KiB page fault costs ~12 us (a 32 MB buffer:
-// 100 ms in 4 KiB pages, 2 ms in huge pages), more than parsing the text;
+// 100 ms in 4 KiB pages; 2 to 37 ms in huge pages, as the host has backed
+// them already or not), more than parsing the text;
 // glibc's own mappings (hugetlb=1) are not 2 MiB-aligned, so their first and
 // last megabytes still fault page by page. Where transparent huge pages are
 // off the advice does nothing: 4 KiB pages, as from malloc.
@@ -44,8 +45,8 @@ class BigBytes {
   // Gives the memory of the whole huge pages inside [from, to) back to the
   // system (a mapped buffer only): they read as zeros afterwards. For text
   // already parsed, so that the peak memory is not the text plus all that
-  // was read from it.
-  void release(size_t from, size_t to);
+  // was read from it. Returns whether anything was given back.
+  bool release(size_t from, size_t to);
 
  private:
   char* data_ = nullptr;

@@ -13,8 +13,9 @@
 
 namespace torchneck {
 
-// Prints the time since the previous call (from any caller), as
-// "torchneck: <indent><what> <ms> <minor page faults>".
+// Prints the time since the previous call (from any thread), with the
+// minor page faults since then, the resident and peak memory, what malloc
+// holds and the size of its main heap (MiB): "torchneck: <indent><what> ...".
 inline void timing_phase(const char* what, int indent = 0) {
   static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
   static int64_t last = now_ns();
@@ -31,9 +32,12 @@ inline void timing_phase(const char* what, int indent = 0) {
     if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
     std::fclose(f);
   }
-  std::fprintf(stderr, "torchneck: %*s%-*s %7.1f ms %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, heap %5.1f MB\n", indent, "",
-               26 - indent, what, ns_to_ms(now - last), u.ru_minflt - last_faults, resident * 4096 / 1e6 / 1.048576, u.ru_maxrss / 1024.0,
-               static_cast<double>(m.uordblks + m.hblkhd) / 1e6, static_cast<double>(m.arena) / 1e6);
+  std::fprintf(stderr,
+               "torchneck: %*s%-*s %7.1f ms %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, "
+               "heap %5.1f MB\n",
+               indent, "", 26 - indent, what, ns_to_ms(now - last), u.ru_minflt - last_faults,
+               static_cast<double>(resident) * 4096.0 / 1048576.0, static_cast<double>(u.ru_maxrss) / 1024.0,
+               static_cast<double>(m.uordblks + m.hblkhd) / 1048576.0, static_cast<double>(m.arena) / 1048576.0);
   last = now;
   last_faults = u.ru_minflt;
 }

@@ -97,8 +97,8 @@ BigBytes read_trace_file(const std::string& path) {
     if (std::fseek(f, 0, SEEK_SET) != 0) len = -1;
   }
   if (len > 0) {
-    // Of a known size: read straight into one buffer (prefaulted:
-    // core/big_memory.h), which is the text itself when not gzip.
+    // Of a known size: read straight into one buffer (core/big_memory.h),
+    // which is the text itself when not gzip.
     BigBytes raw(static_cast<size_t>(len), simdjson::SIMDJSON_PADDING);
     size_t at = 0, got = 0;
     while (at < raw.size() && (got = std::fread(raw.data() + at, 1, raw.size() - at, f)) > 0) at += got;
@@ -107,7 +107,9 @@ BigBytes read_trace_file(const std::string& path) {
     const bool grew = !failed && std::fread(&more, 1, 1, f) == 1;
     std::fclose(f);
     if (failed) throw std::runtime_error(path + ": read error");
-    if (grew) throw std::runtime_error(path + ": the file grew while it was read");
+    if (grew)
+      throw std::runtime_error(path + ": byte " + std::to_string(len) +
+                               ": the file grew while it was read (is it still being written?)");
     if (at < raw.size()) raw = BigBytes(raw.data(), at, simdjson::SIMDJSON_PADDING);  // it shrank
     if (!is_gzip(raw.data(), raw.size())) return raw;
     return gunzip(path, raw.data(), raw.size());

@@ -260,9 +260,7 @@ std::string trace_json(const Run& run, const Analysis& analysis, const TraceJson
 
 void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& o,
                 const std::function<void(std::string_view)>& sink) {
- 
   TraceBuilder b(run, analysis, o);
- 
   const Window w = choose_window(analysis.steps, o.steps);
   b.window_start = w.start;
   b.window_end = w.end;
@@ -294,7 +292,6 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
     next();
     out += m;
   }
- 
   for (const Slice& s : b.slices) {
     next();
     out += "{\"ph\":\"X\",\"cat\":\"";
@@ -317,7 +314,6 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
     }
     out += '}';
   }
- 
   for (const Flow& f : b.flows) {
     for (int end = 0; end < 2; ++end) {
       const Slice& s = b.slices[end == 0 ? f.from : f.to];
@@ -348,7 +344,6 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
     append_us(out, w.end - b.base);
     out += ",\"args\":{" + args + "}}";
   }
- 
   out += "\n],\n\"otherData\":";
   out += b.other_data(w.steps, w.limited, analysis.steps.count);
   out += "}\n";

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <future>
 #include <set>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyze/analysis.h"
@@ -249,7 +249,8 @@ int main(int argc, char** argv) {
   // handed back and faulted in again (a fresh 4 KiB page costs ~12 us on the
   // VMs measured, docs/analyze.md), in huge pages where ./torchneck sets
   // glibc.malloc.hugetlb=1. (One arena for all threads, M_ARENA_MAX 1, was
-  // slower: the GPU analyses' second thread then waits on the main one.)
+  // slower: the second thread, GPU analyses and files, then waits on the
+  // main one's malloc lock.)
   // The trace's text is mapped apart (core/big_memory.h).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
