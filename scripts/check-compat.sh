@@ -44,8 +44,11 @@ check() {  # label, std, includes..., file
   fi
 }
 common=(-I"$root/include" -I"$root/src")
-check "op_observer.cc vs torch $(ls "$work"/debs/libtorch-dev_* | sed 's/.*libtorch-dev_\([^+_]*\).*/\1/')" c++17 \
-  -I"$inc" -I"$inc/torch/csrc/api/include" "${common[@]}" "$root/src/collect/torch/op_observer.cc"
+torch_version="$(ls "$work"/debs/libtorch-dev_* | sed 's/.*libtorch-dev_\([^+_]*\).*/\1/')"
+for f in op_observer op_observer_collect; do
+  check "$f.cc vs torch $torch_version" c++17 \
+    -I"$inc" -I"$inc/torch/csrc/api/include" "${common[@]}" "$root/src/collect/torch/$f.cc"
+done
 for f in collect/python/tracer collect/python/sampler collect/python/py_names \
          collect/python/module_scopes bindings/spiller; do
   check "$(basename "$f").cc vs Python 3.13" c++20 -I"$pyinc" -I"$inc" "${common[@]}" "$root/src/$f.cc"

@@ -24,20 +24,7 @@
 // Consequence: an event still open when the observer stops is not recorded.
 #include "collect/torch/op_observer.h"
 
-// libtorch is built with NDEBUG, and RecordFunction's inline inputs()
-// asserts on a member that exists only in debug builds: without NDEBUG here
-// it reads padding and throws. See the torch headers as libtorch saw them.
-#ifndef NDEBUG
-#define NDEBUG
-#define TORCHNECK_RESTORE_DEBUG
-#endif
-#include <ATen/core/ivalue.h>
-#include <ATen/record_function.h>
-#include <c10/core/ScalarType.h>
-#ifdef TORCHNECK_RESTORE_DEBUG
-#undef NDEBUG
-#undef TORCHNECK_RESTORE_DEBUG
-#endif
+#include "collect/torch/op_observer_state.h"  // first: ATen under NDEBUG
 
 #include <pthread.h>
 
@@ -61,96 +48,12 @@
 #include "model/op_merge.h"
 
 namespace torchneck {
+namespace op_observer_detail {
+
 namespace {
-
-constexpr size_t kStackReserve = 128;       // nesting depth without allocation
-constexpr size_t kAggSlots = 64;            // initial (name, kind) table size
-constexpr size_t kMaxSignatureInputs = 16;  // inputs described per signature
-constexpr size_t kMaxSignatureChars = 320;  // longer signatures end in "..."
-constexpr size_t kMaxListElements = 4;      // tensors shown per tensor list
-// Signatures beyond max_shapes_per_op distinct ones (per op and thread) are
-// counted under kOtherShapes (model/op_merge.h) instead of being kept.
-
-// One open RecordFunction on this thread.
-struct Frame {
-  int64_t start_ns;
-  int64_t child_ns;  // total time of completed children on this thread
-  int64_t seq_nr;
-  uint64_t forward_tid;
-  uint64_t key;      // see frame_key()
-  uint32_t name_id;
-  uint32_t agg;      // index into ThreadState::aggs
-  OpKind kind;
-};
-
-struct ShapeSlot {
-  uint64_t hash;
-  std::string text;
-  uint64_t count;
-};
-
-struct OpAggregate {
-  uint32_t name_id;
-  OpKind kind;
-  uint64_t calls = 0;
-  int64_t self_ns = 0;
-  int64_t total_ns = 0;
-  std::vector<ShapeSlot> shapes;  // at most max_shapes_per_op
-  uint64_t other_shapes = 0;
-};
-
-struct AggSlot {
-  uint64_t key = 0;  // agg_key(); 0 = empty
-  uint32_t index = 0;
-};
-
-inline uint64_t agg_key(uint32_t name_id, OpKind kind) {
-  return ((uint64_t{name_id} << 8) | static_cast<uint8_t>(kind)) + 1;
-}
-
-struct ThreadState {
-  ThreadState(uint32_t index, size_t timeline_capacity)
-      : thread_index(index), agg_slots(kAggSlots), timeline(timeline_capacity) {
-    stack.reserve(kStackReserve);
-    shape_text.reserve(kMaxSignatureChars + 64);
-    dtype_text.reserve(128);
-  }
-
-  // Raised while this thread runs one of our callbacks; stop waits for it.
-  std::atomic<uint32_t> busy{0};
-  // Raised by a snapshot (periodic spill) while it reads this thread's
-  // aggregates; the thread waits at its next callback until it is lowered.
-  std::atomic<uint32_t> frozen{0};
-  const uint32_t thread_index;
-  InternCache names;
-  std::vector<Frame> stack;
-  // (name_id, kind) -> index into aggs: open addressing, sized by the ops
-  // this thread has seen (not by the global id range, which the Python
-  // collectors grow), rebuilt from aggs when half full.
-  std::vector<AggSlot> agg_slots;
-  std::vector<OpAggregate> aggs;
-  EventBuffer<OpEvent> timeline;
-  uint64_t abandoned = 0;  // frames whose end never came on this thread
-  // name id -> 1 if its end is a step boundary (timeline_window.h), 0 if
-  // not, 2 if not classified yet; grows only when a new name is seen.
-  std::vector<uint8_t> boundary_of;
-  // Scratch for the sampled shape callback, reused across events.
-  std::string shape_text;
-  std::string dtype_text;
-};
-
-struct Observer {
-  std::mutex mu;  // registration (once per thread), start, stop, collect
-  std::vector<std::unique_ptr<ThreadState>> threads;
-  OpObserverOptions options;
-  at::CallbackHandle main_handle = at::INVALID_CALLBACK_HANDLE;
-  at::CallbackHandle shape_handle = at::INVALID_CALLBACK_HANDLE;
-  bool installed = false;
-};
-
-Observer& observer();
 void lock_observer() { observer().mu.lock(); }
 void unlock_observer() { observer().mu.unlock(); }
+}  // namespace
 
 Observer& observer() {
   static auto* o = [] {
@@ -167,6 +70,8 @@ Observer& observer() {
   }();
   return *o;
 }
+
+namespace {
 
 std::atomic<bool> g_enabled{false};
 thread_local ThreadState* t_state = nullptr;
@@ -470,6 +375,8 @@ std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn) {
 
 void on_shapes_end(const at::RecordFunction&, at::ObserverContext*) {}
 
+}  // namespace
+
 // --- session -----------------------------------------------------------------
 
 void reset_thread(ThreadState& st, size_t timeline_capacity) {
@@ -480,14 +387,6 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.abandoned = 0;
 }
 
-// Start time, then thread, then outer before inner.
-bool timeline_order(const OpEvent& a, const OpEvent& b) {
-  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-  if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
-  return a.depth < b.depth;
-}
-
-// With o.mu held.
 void stop_locked(Observer& o) {
   if (!o.installed) return;
   g_enabled.store(false, std::memory_order_seq_cst);
@@ -506,7 +405,9 @@ void stop_locked(Observer& o) {
   o.installed = false;
 }
 
-}  // namespace
+}  // namespace op_observer_detail
+
+using namespace op_observer_detail;  // NOLINT: this file's own state
 
 bool start_op_observer(const OpObserverOptions& options, std::string* error) {
   Observer& o = observer();
@@ -574,119 +475,6 @@ void discard_op_observer() {
     st->busy.store(0);
     st->frozen.store(0);
     reset_thread(*st, 0);
-    st->agg_slots.shrink_to_fit();
-    st->aggs.shrink_to_fit();
-  }
-}
-
-bool snapshot_op_observer(Run& run, int64_t wait_ns) {
-  Observer& o = observer();
-  const int64_t deadline = now_ns() + wait_ns;
-  std::unique_lock<std::mutex> lock(o.mu, std::defer_lock);
-  while (!lock.try_lock()) {  // a thread registering, or stop: brief
-    if (now_ns() > deadline) return false;
-    std::this_thread::yield();
-  }
-  if (!o.installed) return false;
-
-  const StringInterner& interner = StringInterner::global();
-  OpMerger merger;
-  struct Copy {
-    uint32_t name_id;
-    OpKind kind;
-    uint64_t calls;
-    int64_t self_ns, total_ns;
-    std::vector<ShapeSlot> shapes;
-    uint64_t other_shapes;
-  };
-  std::vector<Copy> copies;
-  std::vector<const OpEvent*> chunks;
-  size_t missed = 0;
-  uint64_t dropped = 0;
-  const size_t first_event = run.timeline.size();
-  for (const auto& st : o.threads) {
-    copies.clear();
-    st->frozen.store(1, std::memory_order_seq_cst);
-    bool quiet = true;
-    while (st->busy.load(std::memory_order_seq_cst) != 0) {  // inside one callback: microseconds
-      if (now_ns() > deadline) {
-        quiet = false;
-        break;
-      }
-      std::this_thread::yield();
-    }
-    size_t count = 0;
-    if (quiet) {
-      for (const OpAggregate& a : st->aggs)
-        copies.push_back(Copy{a.name_id, a.kind, a.calls, a.self_ns, a.total_ns, a.shapes, a.other_shapes});
-      count = st->timeline.snapshot_chunks(chunks);
-      dropped += st->timeline.dropped();
-    }
-    st->frozen.store(0, std::memory_order_release);
-    if (!quiet) {
-      ++missed;
-      continue;
-    }
-    for (const Copy& a : copies) {
-      if (a.calls == 0 && a.shapes.empty() && a.other_shapes == 0) continue;
-      const std::string_view name = interner.lookup(a.name_id);
-      merger.add(name, a.kind, st->thread_index, a.calls, a.self_ns, a.total_ns);
-      for (const ShapeSlot& sh : a.shapes) merger.add_shapes(name, a.kind, sh.text, sh.count);
-      if (a.other_shapes > 0) merger.add_shapes(name, a.kind, kOtherShapes, a.other_shapes);
-    }
-    EventBuffer<OpEvent>::snapshot_copy(chunks, count, run.timeline);
-  }
-  merger.finish(run.ops, o.options.max_shapes_per_op);
-  std::sort(run.timeline.begin() + static_cast<std::ptrdiff_t>(first_event), run.timeline.end(),
-            timeline_order);
-  run.dropped_events += dropped;
-  if (missed > 0)
-    run.notes.push_back("operator observer: " + std::to_string(missed) +
-                        " threads were inside a callback when this snapshot was taken and are left out of it");
-  return true;
-}
-
-void collect_op_observer(Run& run) {
-  Observer& o = observer();
-  std::lock_guard<std::mutex> lock(o.mu);
-  stop_locked(o);  // collecting a running observer would race its callbacks
-
-  const StringInterner& interner = StringInterner::global();
-  OpMerger merger;
-  size_t events = 0;
-  uint64_t dropped = 0;
-  uint64_t unfinished = 0;
-  for (const auto& st : o.threads) {
-    for (const OpAggregate& agg : st->aggs) {
-      if (agg.calls == 0 && agg.shapes.empty() && agg.other_shapes == 0) continue;
-      const std::string_view name = interner.lookup(agg.name_id);
-      merger.add(name, agg.kind, st->thread_index, agg.calls, agg.self_ns, agg.total_ns);
-      for (const ShapeSlot& s : agg.shapes) merger.add_shapes(name, agg.kind, s.text, s.count);
-      if (agg.other_shapes > 0) merger.add_shapes(name, agg.kind, kOtherShapes, agg.other_shapes);
-    }
-    events += st->timeline.size();
-    dropped += st->timeline.dropped();
-    unfinished += st->abandoned + st->stack.size();
-  }
-  merger.finish(run.ops, o.options.max_shapes_per_op);
-
-  run.timeline.reserve(run.timeline.size() + events);
-  for (const auto& st : o.threads) {
-    st->timeline.for_each([&](const OpEvent& ev) { run.timeline.push_back(ev); });
-  }
-  std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
-  run.dropped_events += dropped;
-  if (unfinished > 0) {
-    run.notes.push_back(
-        "operator observer: " + std::to_string(unfinished) +
-        " events started but did not end on their thread before stop "
-        "(still open, or ended asynchronously); they are not counted");
-  }
-
-  // Start the next session clean; states stay registered (threads keep
-  // their pointers), with their memory released.
-  for (const auto& st : o.threads) {
-    reset_thread(*st, o.options.timeline_events_per_thread);
     st->agg_slots.shrink_to_fit();
     st->aggs.shrink_to_fit();
   }

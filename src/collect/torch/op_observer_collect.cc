@@ -1,0 +1,132 @@
+// snapshot_op_observer and collect_op_observer (op_observer.h): the
+// operator collector's per-thread data (op_observer_state.h) merged into a
+// Run, under the observer's lock; not on the hot path.
+#include "collect/torch/op_observer_state.h"  // first: ATen under NDEBUG
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "model/op_merge.h"
+
+namespace torchneck {
+
+using namespace op_observer_detail;  // NOLINT: the collector's own state
+
+namespace {
+
+// Start time, then thread, then outer before inner.
+bool timeline_order(const OpEvent& a, const OpEvent& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.thread_index != b.thread_index) return a.thread_index < b.thread_index;
+  return a.depth < b.depth;
+}
+
+// One thread's aggregate for one op, into the merge.
+void merge(OpMerger& merger, const StringInterner& interner, const OpAggregate& a, uint32_t thread) {
+  if (a.calls == 0 && a.shapes.empty() && a.other_shapes == 0) return;
+  const std::string_view name = interner.lookup(a.name_id);
+  merger.add(name, a.kind, thread, a.calls, a.self_ns, a.total_ns);
+  for (const ShapeSlot& sh : a.shapes) merger.add_shapes(name, a.kind, sh.text, sh.count);
+  if (a.other_shapes > 0) merger.add_shapes(name, a.kind, kOtherShapes, a.other_shapes);
+}
+
+}  // namespace
+
+bool snapshot_op_observer(Run& run, int64_t wait_ns) {
+  Observer& o = observer();
+  const int64_t deadline = now_ns() + wait_ns;
+  std::unique_lock<std::mutex> lock(o.mu, std::defer_lock);
+  while (!lock.try_lock()) {  // a thread registering, or stop: brief
+    if (now_ns() > deadline) return false;
+    std::this_thread::yield();
+  }
+  if (!o.installed) return false;
+
+  const StringInterner& interner = StringInterner::global();
+  OpMerger merger;
+  std::vector<OpAggregate> copies;
+  std::vector<const OpEvent*> chunks;
+  size_t missed = 0;
+  uint64_t dropped = 0;
+  const size_t first_event = run.timeline.size();
+  for (const auto& st : o.threads) {
+    copies.clear();
+    st->frozen.store(1, std::memory_order_seq_cst);
+    bool quiet = true;
+    while (st->busy.load(std::memory_order_seq_cst) != 0) {  // inside one callback: microseconds
+      if (now_ns() > deadline) {
+        quiet = false;
+        break;
+      }
+      std::this_thread::yield();
+    }
+    size_t count = 0;
+    if (quiet) {
+      copies.assign(st->aggs.begin(), st->aggs.end());
+      count = st->timeline.snapshot_chunks(chunks);
+      dropped += st->timeline.dropped();
+    }
+    st->frozen.store(0, std::memory_order_release);
+    if (!quiet) {
+      ++missed;
+      continue;
+    }
+    for (const OpAggregate& a : copies) merge(merger, interner, a, st->thread_index);
+    EventBuffer<OpEvent>::snapshot_copy(chunks, count, run.timeline);
+  }
+  merger.finish(run.ops, o.options.max_shapes_per_op);
+  std::sort(run.timeline.begin() + static_cast<std::ptrdiff_t>(first_event), run.timeline.end(),
+            timeline_order);
+  run.dropped_events += dropped;
+  if (missed > 0)
+    run.notes.push_back("operator observer: " + std::to_string(missed) +
+                        " threads were inside a callback when this snapshot was taken and are left out of it");
+  return true;
+}
+
+void collect_op_observer(Run& run) {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  stop_locked(o);  // collecting a running observer would race its callbacks
+
+  const StringInterner& interner = StringInterner::global();
+  OpMerger merger;
+  size_t events = 0;
+  uint64_t dropped = 0;
+  uint64_t unfinished = 0;
+  for (const auto& st : o.threads) {
+    for (const OpAggregate& agg : st->aggs) merge(merger, interner, agg, st->thread_index);
+    events += st->timeline.size();
+    dropped += st->timeline.dropped();
+    unfinished += st->abandoned + st->stack.size();
+  }
+  merger.finish(run.ops, o.options.max_shapes_per_op);
+
+  run.timeline.reserve(run.timeline.size() + events);
+  for (const auto& st : o.threads) {
+    st->timeline.for_each([&](const OpEvent& ev) { run.timeline.push_back(ev); });
+  }
+  std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
+  run.dropped_events += dropped;
+  if (unfinished > 0) {
+    run.notes.push_back(
+        "operator observer: " + std::to_string(unfinished) +
+        " events started but did not end on their thread before stop "
+        "(still open, or ended asynchronously); they are not counted");
+  }
+
+  // Start the next session clean; states stay registered (threads keep
+  // their pointers), with their memory released.
+  for (const auto& st : o.threads) {
+    reset_thread(*st, o.options.timeline_events_per_thread);
+    st->agg_slots.shrink_to_fit();
+    st->aggs.shrink_to_fit();
+  }
+}
+
+}  // namespace torchneck

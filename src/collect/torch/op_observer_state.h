@@ -1,0 +1,128 @@
+// The operator collector's shared state (op_observer.h): what its
+// RecordFunction callbacks (op_observer.cc, the hot path) write per thread
+// and what snapshot and collect (op_observer_collect.cc) read under the
+// observer's lock. Internal to those two files; includes ATen.
+#pragma once
+
+// libtorch is built with NDEBUG, and RecordFunction's inline inputs()
+// asserts on a member that exists only in debug builds: without NDEBUG here
+// it reads padding and throws. See the torch headers as libtorch saw them.
+#ifndef NDEBUG
+#define NDEBUG
+#define TORCHNECK_RESTORE_DEBUG
+#endif
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <c10/core/ScalarType.h>
+#ifdef TORCHNECK_RESTORE_DEBUG
+#undef NDEBUG
+#undef TORCHNECK_RESTORE_DEBUG
+#endif
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collect/torch/op_observer.h"
+#include "core/event_buffer.h"
+#include "core/interner.h"
+
+namespace torchneck::op_observer_detail {
+
+constexpr size_t kStackReserve = 128;       // nesting depth without allocation
+constexpr size_t kAggSlots = 64;            // initial (name, kind) table size
+constexpr size_t kMaxSignatureInputs = 16;  // inputs described per signature
+constexpr size_t kMaxSignatureChars = 320;  // longer signatures end in "..."
+constexpr size_t kMaxListElements = 4;      // tensors shown per tensor list
+// Signatures beyond max_shapes_per_op distinct ones (per op and thread) are
+// counted under kOtherShapes (model/op_merge.h) instead of being kept.
+
+// One open RecordFunction on this thread.
+struct Frame {
+  int64_t start_ns;
+  int64_t child_ns;  // total time of completed children on this thread
+  int64_t seq_nr;
+  uint64_t forward_tid;
+  uint64_t key;      // see frame_key()
+  uint32_t name_id;
+  uint32_t agg;      // index into ThreadState::aggs
+  OpKind kind;
+};
+
+struct ShapeSlot {
+  uint64_t hash;
+  std::string text;
+  uint64_t count;
+};
+
+struct OpAggregate {
+  uint32_t name_id;
+  OpKind kind;
+  uint64_t calls = 0;
+  int64_t self_ns = 0;
+  int64_t total_ns = 0;
+  std::vector<ShapeSlot> shapes;  // at most max_shapes_per_op
+  uint64_t other_shapes = 0;
+};
+
+struct AggSlot {
+  uint64_t key = 0;  // agg_key(); 0 = empty
+  uint32_t index = 0;
+};
+
+inline uint64_t agg_key(uint32_t name_id, OpKind kind) {
+  return ((uint64_t{name_id} << 8) | static_cast<uint8_t>(kind)) + 1;
+}
+
+struct ThreadState {
+  ThreadState(uint32_t index, size_t timeline_capacity)
+      : thread_index(index), agg_slots(kAggSlots), timeline(timeline_capacity) {
+    stack.reserve(kStackReserve);
+    shape_text.reserve(kMaxSignatureChars + 64);
+    dtype_text.reserve(128);
+  }
+
+  // Raised while this thread runs one of our callbacks; stop waits for it.
+  std::atomic<uint32_t> busy{0};
+  // Raised by a snapshot (periodic spill) while it reads this thread's
+  // aggregates; the thread waits at its next callback until it is lowered.
+  std::atomic<uint32_t> frozen{0};
+  const uint32_t thread_index;
+  InternCache names;
+  std::vector<Frame> stack;
+  // (name_id, kind) -> index into aggs: open addressing, sized by the ops
+  // this thread has seen (not by the global id range, which the Python
+  // collectors grow), rebuilt from aggs when half full.
+  std::vector<AggSlot> agg_slots;
+  std::vector<OpAggregate> aggs;
+  EventBuffer<OpEvent> timeline;
+  uint64_t abandoned = 0;  // frames whose end never came on this thread
+  // name id -> 1 if its end is a step boundary (timeline_window.h), 0 if
+  // not, 2 if not classified yet; grows only when a new name is seen.
+  std::vector<uint8_t> boundary_of;
+  // Scratch for the sampled shape callback, reused across events.
+  std::string shape_text;
+  std::string dtype_text;
+};
+
+struct Observer {
+  std::mutex mu;  // registration (once per thread), start, stop, collect
+  std::vector<std::unique_ptr<ThreadState>> threads;
+  OpObserverOptions options;
+  at::CallbackHandle main_handle = at::INVALID_CALLBACK_HANDLE;
+  at::CallbackHandle shape_handle = at::INVALID_CALLBACK_HANDLE;
+  bool installed = false;
+};
+
+// The one observer (leaked: late callbacks may still look).
+Observer& observer();
+// Removes the callbacks and waits until no thread is inside one. With
+// observer().mu held.
+void stop_locked(Observer& o);
+// Empties a thread's data for the next session.
+void reset_thread(ThreadState& st, size_t timeline_capacity);
+
+}  // namespace torchneck::op_observer_detail
