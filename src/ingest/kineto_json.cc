@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <optional>

@@ -174,12 +174,12 @@ int run(int argc, char** argv) {
   std::stable_sort(traces.begin(), traces.end(),
                    [](const kineto::Trace& x, const kineto::Trace& y) { return x.rank < y.rank; });
 
-  // The GPU analyses (every rank's, each on one thread) on a second core,
-  // while this one does the CPU side and writes trace.json, which needs
-  // none of them (a third of the time of a large trace each).
+  // The GPU analyses (every rank's) on a second core, while this one does
+  // the CPU side and writes trace.json, which needs none of them (a third
+  // of the time of a large trace each).
   auto gpu_reports = std::async(std::launch::async, [&traces] {
     std::vector<gpu::GpuReport> reports;
-    for (const auto& t : traces) reports.push_back(gpu::gpu_report(t, /*one_thread=*/true));
+    for (const auto& t : traces) reports.push_back(gpu::gpu_report(t));
     return reports;
   });
   // The CPU side of the first rank is the run; every rank gets its GPU report.

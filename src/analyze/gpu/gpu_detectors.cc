@@ -2,7 +2,6 @@
 // run. Thresholds are named; each finding says the numbers it rests on.
 #include <algorithm>
 #include <cstdio>
-#include <future>
 
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/summary.h"
@@ -206,22 +205,14 @@ void detect_gpu(const GpuReport& r, std::vector<Finding>& out) {
   }
 }
 
-GpuReport gpu_report(const kineto::Trace& trace, bool one_thread) {
+GpuReport gpu_report(const kineto::Trace& trace) {
   GpuReport r;
   r.path = trace.path;
   r.rank = trace.rank;
-  // Independent sweeps over the same read-only trace: half of them on a
-  // second thread (the analysis of a large trace is a quarter of the run).
-  auto half = [&] {
-    r.hta = hta_breakdowns(trace);
-    r.facts = gpu_facts(trace);
-  };
-  std::future<void> other;
-  if (one_thread) half();
-  else other = std::async(std::launch::async, half);
+  r.hta = hta_breakdowns(trace);
+  r.facts = gpu_facts(trace);
   r.tb = tb_overview(trace);
   r.metrics = tb_gpu_metrics(trace);
-  if (other.valid()) other.get();
   detect_gpu(r, r.findings);
   return r;
 }

@@ -25,9 +25,9 @@ struct GpuReport {
   std::vector<Finding> findings;
 };
 
-// Its independent sweeps half on a second thread, unless `one_thread`
-// (when the caller keeps the other core busy itself).
-GpuReport gpu_report(const kineto::Trace& trace, bool one_thread = false);
+// On the calling thread (`torchneck analyze` runs it on its second one,
+// beside trace.json).
+GpuReport gpu_report(const kineto::Trace& trace);
 
 // The GPU detectors (gpu_idle, input_bound, host_sync, launch_bound,
 // no_mixed_precision, communication_bound, memory_pressure,
