@@ -13,12 +13,14 @@
 
 namespace torchneck {
 
-// Prints the time since the previous call (from any thread), with the
+// Prints the time since the previous call (from any thread) and since the
+// first, with the
 // minor page faults since then, the resident and peak memory, what malloc
 // holds and the size of its main heap (MiB): "torchneck: <indent><what> ...".
 inline void timing_phase(const char* what, int indent = 0) {
   static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
   static int64_t last = now_ns();
+  static const int64_t first = last;
   static long last_faults = 0;
   static std::mutex mutex;  // phases of two threads interleave
   if (!on) return;
@@ -33,9 +35,9 @@ inline void timing_phase(const char* what, int indent = 0) {
     std::fclose(f);
   }
   std::fprintf(stderr,
-               "torchneck: %*s%-*s %7.1f ms %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, "
+               "torchneck: %*s%-*s %7.1f ms (at %6.1f) %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, "
                "heap %5.1f MB\n",
-               indent, "", 26 - indent, what, ns_to_ms(now - last), u.ru_minflt - last_faults,
+               indent, "", 26 - indent, what, ns_to_ms(now - last), ns_to_ms(now - first), u.ru_minflt - last_faults,
                static_cast<double>(resident) * 4096.0 / 1048576.0, static_cast<double>(u.ru_maxrss) / 1024.0,
                static_cast<double>(m.uordblks + m.hblkhd) / 1048576.0, static_cast<double>(m.arena) / 1048576.0);
   last = now;
