@@ -5,6 +5,10 @@
 #include <cstring>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace torchneck::kineto::detail {
 
 // "1712195495505582.988" (microseconds) -> 1712195495505582988; false when
@@ -42,6 +46,324 @@ bool decimal_us_to_ns(const char* p, const char* end, int64_t& out) {
   return true;
 }
 
+namespace {
+
+// Per 64-byte block: bit i for byte i.
+struct Masks {
+  uint64_t quote, backslash, open, close, separator;  // open: { [  close: } ]  separator: , :
+};
+
+#if defined(__SSE2__)
+inline Masks classify(const char* p) {
+  const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), open = _mm_set1_epi8('{'),
+                close = _mm_set1_epi8('}'), comma = _mm_set1_epi8(','), colon = _mm_set1_epi8(':'),
+                lower = _mm_set1_epi8(0x20);
+  Masks m{0, 0, 0, 0, 0};
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i folded = _mm_or_si128(v, lower);  // '[' -> '{', ']' -> '}'
+    const auto bits = [&](__m128i x) { return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(x))) << (16 * k); };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, slash));
+    m.open |= bits(_mm_cmpeq_epi8(folded, open));
+    m.close |= bits(_mm_cmpeq_epi8(folded, close));
+    m.separator |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, colon)));
+  }
+  return m;
+}
+#else
+inline Masks classify(const char* p) {
+  Masks m{0, 0, 0, 0, 0};
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t bit = uint64_t{1} << i;
+    switch (p[i]) {
+      case '"': m.quote |= bit; break;
+      case '\\': m.backslash |= bit; break;
+      case '{': case '[': m.open |= bit; break;
+      case '}': case ']': m.close |= bit; break;
+      case ',': case ':': m.separator |= bit; break;
+      default: break;
+    }
+  }
+  return m;
+}
+#endif
+
+// The bytes escaped by a backslash (the byte after an odd run of them);
+// `carry`: the block before ended in a backslash that escapes this block's
+// first byte. Backslashes are rare in traces: one at a time.
+inline uint64_t escaped_bytes(uint64_t backslash, bool& carry) {
+  uint64_t escaped = 0;
+  if (carry) {
+    escaped = 1;
+    backslash &= ~uint64_t{1};  // an escaped backslash escapes nothing
+    carry = false;
+  }
+  while (backslash != 0) {
+    const int i = __builtin_ctzll(backslash);
+    if (i == 63) {
+      carry = true;
+      break;
+    }
+    escaped |= uint64_t{2} << i;
+    backslash &= ~(uint64_t{3} << i);
+  }
+  return escaped;
+}
+
+// Bit i: an odd number of bits at or below i are set (the bytes from an
+// opening quote up to, not with, its closing one).
+inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+inline bool blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+}  // namespace
+
+std::vector<ExactTime> TimeScanner::scan() {
+  std::vector<ExactTime> out;
+  reserve(out, static_cast<size_t>(end_ - base_));
+  const char* p = base_;
+  for (size_t have = 0; p < end_;) {  // the first byte that is not a blank (as it arrives)
+    if (p == base_ + have) {
+      const size_t want = std::min(have + 64, static_cast<size_t>(end_ - base_));
+      have = arriving_ != nullptr ? arriving_->wait(want) : want;
+      if (have < want) return out;
+    }
+    if (!blank(*p)) break;
+    ++p;
+  }
+  if (p >= end_ || *p != '{') return out;
+  mode_ = Mode::kTop;
+  walk(p + 1, out);
+  return out;
+}
+
+std::vector<ExactTime> TimeScanner::scan_from(const char* at, size_t before) {
+  std::vector<ExactTime> out;
+  reserve(out, static_cast<size_t>(end_ - at));
+  deferred.reserve(static_cast<size_t>(end_ - at) / 48);
+  layout.found = true;
+  elements_before_ = before;
+  defer_from_ = base_;
+  mode_ = Mode::kEvents;
+  expect_element_ = true;
+  separator_ = at - 1;
+  walk(at, out);
+  return out;
+}
+
+void TimeScanner::walk(const char* from, std::vector<ExactTime>& out) {
+  bool escape_carry = false;
+  uint64_t in_string = 0;  // all ones: the block before ended inside a string
+  alignas(16) char tail[64];
+  const char* there = arriving_ != nullptr ? base_ : end_;  // what has arrived
+  for (const char* p = from; p < end_; p += 64) {
+    if (p + 64 > there && there < end_) {
+      const size_t want = std::min(static_cast<size_t>(p + 64 - base_), static_cast<size_t>(end_ - base_));
+      const size_t have = arriving_->wait(want);
+      if (have < want) return;  // it will not: the caller reads the file again
+      there = base_ + have;
+    }
+    const char* block = p;
+    if (end_ - p < 64) {  // the last bytes, padded with blanks: nothing read past the end
+      const size_t n = static_cast<size_t>(end_ - p);
+      std::memcpy(tail, p, n);
+      std::memset(tail + n, ' ', 64 - n);
+      block = tail;
+    }
+    const Masks m = classify(block);
+    const uint64_t escaped = (m.backslash | static_cast<uint64_t>(escape_carry)) != 0 ? escaped_bytes(m.backslash, escape_carry) : 0;
+    const uint64_t inside = prefix_xor(m.quote & ~escaped) ^ in_string;
+    in_string = static_cast<uint64_t>(static_cast<int64_t>(inside) >> 63);
+    const uint64_t brackets = (m.open | m.close) & ~inside;
+    const uint64_t all = brackets | (m.separator & ~inside);
+    uint64_t bits = mode_ == Mode::kSkip ? brackets : all;
+    while (bits != 0) {
+      const int i = __builtin_ctzll(bits);
+      if (!step(p + i, out)) return;
+      const uint64_t above = i == 63 ? 0 : ~uint64_t{0} << (i + 1);
+      bits = (mode_ == Mode::kSkip ? brackets : all) & above;
+    }
+  }
+  // The text ended inside the events array: not JSON (the whole-document
+  // parse will say where).
+  if (layout.found && !events_closed_) {
+    layout.end = static_cast<size_t>(end_ - base_) - (end_ > base_ ? 1 : 0);
+    layout.well_separated = false;
+  }
+}
+
+inline bool TimeScanner::step(const char* p, std::vector<ExactTime>& out) {
+  const char c = *p;
+  switch (mode_) {
+    case Mode::kSkip:
+      if (c == '{' || c == '[') {
+        ++skip_depth_;
+      } else if (--skip_depth_ == 0) {
+        mode_ = skip_return_;
+        if (mode_ == Mode::kEvents) element_done(p, out);  // an array in the events array
+      }
+      return true;
+    case Mode::kElement:
+      if (c == ':') {
+        key_ = key_at(p);
+        value_ = p + 1;
+      } else if (c == ',' || c == '}') {
+        if (key_ != kNone) value(p);
+        key_ = kNone;
+        if (c == '}') {
+          element_done(p, out);
+          mode_ = Mode::kEvents;
+        }
+      } else if (c == '{' || c == '[') {
+        mode_ = Mode::kSkip;
+        skip_return_ = Mode::kElement;
+        skip_depth_ = 1;
+      } else {
+        layout.well_separated = false;  // ']' in an object
+      }
+      return true;
+    case Mode::kEvents:
+      if (c == '{' || c == '[') {
+        if (p == stop_at_ && expect_element_) {
+          stopped_ = true;
+          return false;
+        }
+        if (!expect_element_) layout.well_separated = false;  // "}{": no comma
+        expect_element_ = false;
+        ++layout.elements;
+        element_ = p;
+        current_ = ExactTime();
+        if (c == '{') {
+          mode_ = Mode::kElement;
+          key_ = kNone;
+        } else {
+          mode_ = Mode::kSkip;
+          skip_return_ = Mode::kEvents;
+          skip_depth_ = 1;
+        }
+      } else if (c == ',') {
+        if (expect_element_ && !scalar_element(p, out)) layout.well_separated = false;  // "[," or ",,"
+        layout.commas.push_back(static_cast<size_t>(p - base_));
+        expect_element_ = true;
+        separator_ = p;
+      } else if (c == ']') {
+        if (expect_element_ && !scalar_element(p, out) && layout.elements + elements_before_ > 0)
+          layout.well_separated = false;  // "...,]"
+        layout.end = static_cast<size_t>(p - base_);
+        events_closed_ = true;
+        mode_ = Mode::kTop;
+      } else {
+        layout.well_separated = false;  // ':' or '}' in the array
+      }
+      return true;
+    case Mode::kTop:
+      if (c == ':') {
+        events_colon_ = !layout.found && key_is(p, "traceEvents") ? p : nullptr;
+        return true;
+      }
+      if (c == '[' && events_colon_ != nullptr && skip_ws(events_colon_ + 1) == p) {
+        layout.found = true;
+        layout.begin = static_cast<size_t>(p - base_);
+        events_colon_ = nullptr;
+        mode_ = Mode::kEvents;
+        expect_element_ = true;
+        separator_ = p;
+      } else if (c == '{' || c == '[') {
+        mode_ = Mode::kSkip;
+        skip_return_ = Mode::kTop;
+        skip_depth_ = 1;
+      } else if (c == '}') {
+        mode_ = Mode::kDone;  // the end of the top-level object: what follows is not read
+        return false;
+      }
+      events_colon_ = nullptr;
+      return true;
+    case Mode::kDone:
+      return false;
+  }
+  return false;
+}
+
+inline bool TimeScanner::real_quote(const char* q) const {
+  size_t slashes = 0;
+  for (const char* b = q - 1; b >= base_ && *b == '\\'; --b) ++slashes;
+  return slashes % 2 == 0;
+}
+
+bool TimeScanner::key_is(const char* colon, std::string_view key) const {
+  const char* q = colon;  // just past the key's closing quote
+  while (q > base_ && blank(q[-1])) --q;
+  const size_t n = key.size();
+  if (static_cast<size_t>(q - base_) < n + 2 || q[-1] != '"') return false;
+  const char* open = q - static_cast<std::ptrdiff_t>(n) - 2;
+  return *open == '"' && std::memcmp(open + 1, key.data(), n) == 0 && real_quote(open);
+}
+
+inline TimeScanner::Key TimeScanner::key_at(const char* colon) const {
+  const char* q = colon;
+  while (q > base_ && blank(q[-1])) --q;
+  if (q - base_ < 4 || q[-1] != '"') return kNone;
+  if (q[-4] == '"') {  // two letters
+    if (q[-3] == 't' && q[-2] == 's') return real_quote(q - 4) ? kTs : kNone;
+    if (q[-3] == 'p' && q[-2] == 'h') return real_quote(q - 4) ? kPh : kNone;
+    return kNone;
+  }
+  if (q - base_ >= 5 && q[-5] == '"' && q[-4] == 'd' && q[-3] == 'u' && q[-2] == 'r') return real_quote(q - 5) ? kDur : kNone;
+  return kNone;
+}
+
+void TimeScanner::value(const char* end) {
+  const char* start = skip_ws(value_);
+  if (start >= end) return;
+  if (key_ == kPh) {
+    const char* e = end;
+    while (e > start && blank(e[-1])) --e;
+    const size_t n = static_cast<size_t>(e - start);
+    if (n >= 3 && *start == '"' && ((n == 3 && start[1] == 'X' && start[2] == '"') || std::memchr(start, '\\', n) != nullptr))
+      current_.maybe_complete = true;  // "X", or escaped and perhaps "X"
+    return;
+  }
+  int64_t ns = 0;
+  if (!decimal_us_to_ns(start, end, ns)) return;
+  (key_ == kTs ? current_.ts_ns : current_.dur_ns) = ns;
+  // Read here, exactly: the DOM need not convert it to a double, a slow
+  // path for 19-digit numbers (a fifth of the whole parse).
+  if (start >= defer_from_) {
+    deferred.emplace_back(static_cast<size_t>(start - base_), static_cast<size_t>(end - start));
+  } else {
+    char* w = const_cast<char*>(start);
+    *w = '0';
+    std::memset(w + 1, ' ', static_cast<size_t>(end - start) - 1);
+  }
+}
+
+inline void TimeScanner::element_done(const char* last, std::vector<ExactTime>& out) {
+  layout.largest = std::max(layout.largest, static_cast<size_t>(last + 1 - element_));
+  out.push_back(current_);
+}
+
+bool TimeScanner::scalar_element(const char* p, std::vector<ExactTime>& out) {
+  const char* s = skip_ws(separator_ + 1);
+  if (s >= p) return false;
+  ++layout.elements;
+  expect_element_ = false;
+  const char* e = p;  // a number or literal runs to the separator; a string to its closing quote
+  if (*s == '"')
+    while (e > s && blank(e[-1])) --e;
+  layout.largest = std::max(layout.largest, static_cast<size_t>(e - s));
+  out.push_back(ExactTime());
+  return true;
+}
+
 // Where the second part may start: a '{' that begins a line (after blanks)
 // whose previous line ends in ',' -- in a pretty-printed Kineto trace, the
 // start of an event. A newline is never inside a valid JSON string; anything
@@ -63,11 +385,12 @@ static const char* guess_element_start(const char* text, size_t size) {
   return nullptr;
 }
 
-ScannedTimes scan_times(char* text, size_t size, size_t min_split) {
+ScannedTimes scan_times(char* text, size_t size, size_t min_split, TextArrival* arriving) {
   ScannedTimes r;
-  const char* at = size >= min_split ? guess_element_start(text, size) : nullptr;
+  const char* at = size >= min_split && arriving == nullptr ? guess_element_start(text, size) : nullptr;
   if (at == nullptr) {
     TimeScanner s(text, size);
+    s.arriving(arriving);
     r.times = s.scan();
     r.layout = std::move(s.layout);
     return r;
