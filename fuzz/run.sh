@@ -33,7 +33,7 @@ if [ "$stale" = 1 ]; then
   # -O1 -g: readable stacks; UBSan findings abort instead of going on.
   "$CXX" -std=c++20 -O1 -g -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I include -I src $SRCS -lsimdjson -lz -ldeflate -o "$BIN.tmp"
+    -I include -I src $SRCS -lsimdjson -lz -lisal -o "$BIN.tmp"
   mv "$BIN.tmp" "$BIN"
 fi
 

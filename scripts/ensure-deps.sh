@@ -2,7 +2,7 @@
 # Installs what the build and tests need from Debian's packages, when run as
 # root; otherwise prints the exact apt-get line and fails.
 set -eu
-PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libdeflate-dev clang libclang-rt-dev"
+PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libisal-dev clang libclang-rt-dev"
 # report.html's browser tests: Debian's Chromium, driven from Node (tests/browser).
 PKGS="$PKGS chromium"
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

@@ -5,7 +5,6 @@
 #include "ingest/kineto_parser.h"
 #include "ingest/trace_file.h"
 
-#include <libdeflate.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -239,10 +238,20 @@ bool events_in_two(Parser& p, const char* buf, const EventsLayout& layout, size_
   return true;
 }
 
-Trace parse_padded(BigBytes& json, const std::string& path,
-                   const std::function<void(size_t, size_t)>& progress) {
+// The text did not arrive whole (ArrivingText::finish): read it again.
+struct NotWhole {};
+
+// `arriving`: the text is still being written into json (scanned as it
+// arrives); throws NotWhole if it does not arrive whole.
+Trace parse_padded(BigBytes& json, const std::string& path, const std::function<void(size_t, size_t)>& progress,
+                   detail::TextArrival* arriving = nullptr) {
   Trace t;
   t.path = path;
+  detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size(), parallel_min_bytes, arriving);
+  if (arriving != nullptr && !arriving->finish()) throw NotWhole{};
+  const std::vector<ExactTime>& exact = scanned.times;
+  const EventsLayout& layout = scanned.layout;
+  ingest_phase(scanned.in_two ? "scan (2 threads)" : arriving != nullptr ? "read + gunzip | scan" : "scan");
   const std::string_view text(json.data(), json.size());
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw std::runtime_error(path + ": byte 0: the file is empty");
@@ -250,10 +259,6 @@ Trace parse_padded(BigBytes& json, const std::string& path,
     return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
                               simdjson::error_message(err) + ")");
   };
-  detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size(), parallel_min_bytes);
-  const std::vector<ExactTime>& exact = scanned.times;
-  const EventsLayout& layout = scanned.layout;
-  ingest_phase(scanned.in_two ? "scan (2 threads)" : "scan");
   std::optional<Parser> p;
 
   if (!layout.found || !layout.well_separated || layout.elements == 0) {
@@ -404,6 +409,21 @@ Trace parse_trace(const std::string& text, const std::string& path,
 
 Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
   ingest_phase("start");
+  // Read and gunzipped on a second thread while this one scans what has
+  // arrived; anything unusual about the file and it is read again below,
+  // at once, which says what is wrong with it.
+  if (parallel_min_bytes == SIZE_MAX) {  // not with the opt-in two-thread scan, which needs the whole text
+    if (std::unique_ptr<detail::ArrivingText> arriving = detail::ArrivingText::open(path)) {
+      try {
+        if (progress) progress(0, arriving->text().size());
+        Trace t = parse_padded(arriving->text(), path, progress, arriving.get());
+        if (progress) progress(arriving->text().size(), arriving->text().size());
+        return t;
+      } catch (const NotWhole&) {
+        ingest_phase("(not whole: read again)");
+      }
+    }
+  }
   BigBytes json = detail::read_trace_file(path);
   ingest_phase("read + gunzip");
   if (progress) progress(0, json.size());

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ingest/kineto_json.h"
+#include "ingest/trace_file.h"
 
 namespace torchneck::kineto {
 namespace {
@@ -449,6 +450,75 @@ TEST(IngestValid, GzipAndPlainReadTheSame) {
   for (size_t i = 0; i < a.events.size(); ++i) {
     EXPECT_EQ(a.events[i].ts_ns, b.events[i].ts_ns);
     EXPECT_EQ(a.name_of(a.events[i]), b.name_of(b.events[i]));
+  }
+}
+
+// gzip of `text` in `members` members (zlib here).
+std::string gzip_members(const std::string& text, int members) {
+  std::string out;
+  for (int m = 0; m < members; ++m) {
+    const size_t from = text.size() * m / members, to = text.size() * (m + 1) / members;
+    z_stream z{};
+    EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    std::string buf(deflateBound(&z, to - from) + 64, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + from));
+    z.avail_in = static_cast<uInt>(to - from);
+    z.next_out = reinterpret_cast<Bytef*>(buf.data());
+    z.avail_out = static_cast<uInt>(buf.size());
+    EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+    out.append(buf.data(), z.total_out);
+    deflateEnd(&z);
+  }
+  return out;
+}
+
+// The text read on the helper thread, as it arrives, is the file's (plain
+// or gunzipped), whole; what it cannot read in one go (a gzip of several
+// members: ISA-L reads one) it says so, and load_trace reads it again.
+TEST(IngestValid, ArrivingTextIsTheFilesText) {
+  for (const char* name : {"a100_event_sync.trace.json.gz", "v100_resnet_rank0.trace.json.gz"}) {
+    const std::string path = (fixture_dir() / name).string();
+    const std::string text = gunzip_file(path);
+    std::unique_ptr<detail::ArrivingText> a = detail::ArrivingText::open(path);
+    ASSERT_NE(a, nullptr) << name;
+    ASSERT_EQ(a->text().size(), text.size()) << name;
+    size_t there = 0;
+    for (size_t want = 1; want <= text.size(); want += 1 << 16) {
+      const size_t got = a->wait(want);
+      ASSERT_GE(got, want) << name;
+      ASSERT_GE(got, there) << name;  // never goes back
+      there = got;
+    }
+    EXPECT_TRUE(a->finish()) << name;
+    EXPECT_EQ(a->wait(text.size()), text.size());
+    EXPECT_TRUE(std::string_view(a->text().data(), a->text().size()) == text) << name;
+  }
+  const std::string text = gunzip_file(fixture_dir() / "a100_event_sync.trace.json.gz");
+  const std::string plain = write_temp("arriving.trace.json", text);
+  std::unique_ptr<detail::ArrivingText> p = detail::ArrivingText::open(plain);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->finish());
+  EXPECT_TRUE(std::string_view(p->text().data(), p->text().size()) == text);
+  // Three members: the helper stops after the first; load_trace still reads
+  // all of it (zlib), the same as the plain file.
+  const std::string three = write_temp("arriving_three.trace.json.gz", gzip_members(text, 3));
+  std::unique_ptr<detail::ArrivingText> m = detail::ArrivingText::open(three);
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(m->finish());
+  m.reset();
+  const Trace a = load_trace(plain), b = load_trace(three);
+  ASSERT_GT(a.events.size(), 0u);
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(a.events[i].ts_ns, b.events[i].ts_ns);
+    EXPECT_EQ(a.events[i].dur_ns, b.events[i].dur_ns);
+    EXPECT_EQ(a.name_of(a.events[i]), b.name_of(b.events[i]));
+  }
+  // Dropped before it is done (an error elsewhere): the helper stops.
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<detail::ArrivingText> d = detail::ArrivingText::open((fixture_dir() / "v100_resnet_rank0.trace.json.gz").string());
+    ASSERT_NE(d, nullptr);
+    if (i % 2 == 1) d->wait(1);
   }
 }
 
