@@ -66,13 +66,14 @@ BigBytes& BigBytes::operator=(BigBytes&& o) noexcept {
   return *this;
 }
 
-bool BigBytes::release(size_t from, size_t to) {
-  if (capacity_ < kBigMemoryMin || data_ == nullptr) return false;  // not mapped: from operator new
+size_t BigBytes::release(size_t from, size_t to) {
+  if (capacity_ < kBigMemoryMin || data_ == nullptr) return 0;  // not mapped: from operator new
   to = std::min(to, size_);
   const auto base = reinterpret_cast<uintptr_t>(data_);
   const uintptr_t lo = (base + from + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t hi = (base + to) & ~(kHuge - 1);
-  return from < to && lo < hi && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
+  if (from >= to || lo >= hi || ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) return 0;
+  return hi - base;
 }
 
 BigBytes::~BigBytes() { big_free(data_, capacity_); }

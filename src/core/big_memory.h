@@ -45,8 +45,10 @@ class BigBytes {
   // Gives the memory of the whole huge pages inside [from, to) back to the
   // system (a mapped buffer only): they read as zeros afterwards. For text
   // already parsed, so that the peak memory is not the text plus all that
-  // was read from it. Returns whether anything was given back.
-  bool release(size_t from, size_t to);
+  // was read from it. Returns where what was given back ends (a huge page
+  // boundary: the next call starts there, or the page that holds `to` is
+  // never given back), 0 if nothing was.
+  size_t release(size_t from, size_t to);
 
  private:
   char* data_ = nullptr;

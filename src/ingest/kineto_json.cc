@@ -345,8 +345,8 @@ Trace parse_padded(BigBytes& json, const std::string& path, const std::function<
         if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
         if ((++read & 0x3FF) == 0 && read < layout.elements) {
           const size_t behind = layout.commas[read - 1] > 2 * batch ? layout.commas[read - 1] - 2 * batch : 0;
-          if (behind > std::max(released, first) + (size_t{2} << 20) && json.release(std::max(released, first), behind))
-            released = behind;
+          if (behind > std::max(released, first) + (size_t{2} << 20))
+            if (const size_t upto = json.release(std::max(released, first), behind)) released = upto;
         }
       }
     } catch (const Fail& e) {

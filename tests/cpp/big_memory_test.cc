@@ -26,21 +26,25 @@ TEST(BigBytes, ReleaseZeroesOnlyWholeHugePagesInsideTheRange) {
   BigBytes b(size, 64);
   std::memset(b.data(), 'x', size);
   // [1 MiB, 7.5 MiB): the whole 2 MiB pages inside it are [2, 6) MiB.
-  ASSERT_TRUE(b.release(kMiB, 7 * kMiB + kMiB / 2));
+  ASSERT_EQ(b.release(kMiB, 7 * kMiB + kMiB / 2), 6 * kMiB);  // where the next call must start
   for (size_t i = 0; i < size; i += 4096) {
     const bool gone = i >= 2 * kMiB && i < 6 * kMiB;
     ASSERT_EQ(b.data()[i], gone ? 0 : 'x') << "offset " << i;
   }
   EXPECT_EQ(b.data()[size - 1], 'x');
   // Nothing whole inside: nothing given back, and it says so.
-  EXPECT_FALSE(b.release(7 * kMiB, 7 * kMiB + kMiB));
+  EXPECT_EQ(b.release(7 * kMiB, 7 * kMiB + kMiB), 0u);
   EXPECT_EQ(b.data()[7 * kMiB], 'x');
+  // From where the last call ended: the page [6, 8) MiB, which held its end.
+  EXPECT_EQ(b.release(6 * kMiB, 9 * kMiB), 8 * kMiB);
+  EXPECT_EQ(b.data()[6 * kMiB], 0);
+  EXPECT_EQ(b.data()[8 * kMiB], 'x');
 }
 
 TEST(BigBytes, SmallBuffersAreNotMappedAndNeverReleased) {
   BigBytes b(kMiB, 64);
   std::memset(b.data(), 'y', kMiB);
-  EXPECT_FALSE(b.release(0, kMiB));
+  EXPECT_EQ(b.release(0, kMiB), 0u);
   EXPECT_EQ(b.data()[kMiB / 2], 'y');
 }
 
