@@ -645,10 +645,16 @@ std::vector<nlohmann::json>* Fixture::oracle_ = nullptr;
 using GpuTbPluginResnet50 = Fixture;
 
 // Line 1 "steps": per step and category, within 1 %.
-TEST_F(GpuTbPluginResnet50, StepBreakdownMatchesThePlugin) {
+// Each for the overview alone and for it read with the GPU metrics in one
+// pass (tb_overview_and_metrics, as `torchneck analyze` does).
+class GpuTbPluginResnet50Both : public Fixture, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Alone, GpuTbPluginResnet50Both, ::testing::Values(false));
+INSTANTIATE_TEST_SUITE_P(Together, GpuTbPluginResnet50Both, ::testing::Values(true));
+
+TEST_P(GpuTbPluginResnet50Both, StepBreakdownMatchesThePlugin) {
   ASSERT_GE(oracle_->size(), 1u);
   const nlohmann::json& steps = (*oracle_)[0].at("steps");
-  const TbOverview o = tb_overview(*trace_);
+  const TbOverview o = GetParam() ? tb_overview_and_metrics(*trace_).overview : tb_overview(*trace_);
   // Column names, in order, without the tooltips.
   std::vector<std::string> cols;
   for (const auto& c : steps.at("columns"))
@@ -697,8 +703,8 @@ TEST_F(GpuTbPluginResnet50, StepBreakdownMatchesThePlugin) {
 }
 
 // Line 1 "gpu_metrics": the GPU Summary's strings, e.g. "55.51 %".
-TEST_F(GpuTbPluginResnet50, GpuSummaryMatchesThePlugin) {
-  const TbGpuMetrics m = tb_gpu_metrics(*trace_);
+TEST_P(GpuTbPluginResnet50Both, GpuSummaryMatchesThePlugin) {
+  const TbGpuMetrics m = GetParam() ? tb_overview_and_metrics(*trace_).metrics : tb_gpu_metrics(*trace_);
   std::map<std::string, double> expected;
   for (const auto& item : (*oracle_)[0].at("gpu_metrics").at("data")) {
     const std::string v = item.at("value").get<std::string>();

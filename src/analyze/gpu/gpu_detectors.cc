@@ -211,8 +211,9 @@ GpuReport gpu_report(const kineto::Trace& trace) {
   r.rank = trace.rank;
   r.hta = hta_breakdowns(trace);
   r.facts = gpu_facts(trace);
-  r.tb = tb_overview(trace);
-  r.metrics = tb_gpu_metrics(trace);
+  TbOverviewAndMetrics tb = tb_overview_and_metrics(trace);
+  r.tb = std::move(tb.overview);
+  r.metrics = std::move(tb.metrics);
   detect_gpu(r, r.findings);
   return r;
 }

@@ -331,9 +331,24 @@ using namespace tb_detail;
 // earlier ones left (Kernel first, whole); what no role takes is Other.
 // run_generator.py _generate_overview shows the raw sums per step and
 // round() of the mean over steps.
-TbOverview tb_overview(const Trace& t) {
-  TbOverview o;
+namespace {
+TbOverview overview_of(const Parsed& p);
+TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p);
+}  // namespace
+
+TbOverview tb_overview(const Trace& t) { return overview_of(parse(t)); }
+
+TbGpuMetrics tb_gpu_metrics(const Trace& t) { return gpu_metrics_of(t, parse(t)); }
+
+TbOverviewAndMetrics tb_overview_and_metrics(const Trace& t) {
   const Parsed p = parse(t);
+  return {overview_of(p), gpu_metrics_of(t, p)};
+}
+
+namespace {
+
+TbOverview overview_of(const Parsed& p) {
+  TbOverview o;
   auto has = [&](TbRole r) { return !p.role_ranges[static_cast<int>(r)].empty(); };
   // StepParser.has_runtime / has_kernel / has_communication / has_memcpy_or_memset.
   o.has_runtime = has(TbRole::kRuntime);
@@ -379,14 +394,17 @@ TbOverview tb_overview(const Trace& t) {
   return o;
 }
 
+}  // namespace
+
 std::vector<StepBreakdownTb> tb_step_breakdown(const Trace& t) { return tb_overview(t).steps; }
 
 // gpu_metrics_parser.py GPUMetricsParser.parse_events and calculate_*: over
 // the span [first step's start, last step's end] (data.py passes
 // parser.steps[0][0], parser.steps[-1][1]), per GPU (kernel args "device").
-TbGpuMetrics tb_gpu_metrics(const Trace& t) {
+namespace {
+
+TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p) {
   TbGpuMetrics m;
-  const Parsed p = parse(t);
   if (!p.valid) return m;
   const int64_t s0 = p.steps.front().first, s1 = p.steps.back().second;
   m.steps_start_ns = s0;
@@ -516,5 +534,7 @@ TbGpuMetrics tb_gpu_metrics(const Trace& t) {
   }
   return m;
 }
+
+}  // namespace
 
 }  // namespace torchneck::gpu

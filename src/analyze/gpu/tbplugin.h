@@ -108,6 +108,14 @@ struct TbGpuMetrics {
 
 TbGpuMetrics tb_gpu_metrics(const kineto::Trace& t);
 
+// Both from one reading of the trace (the plugin's event parsing, most of
+// the cost of each).
+struct TbOverviewAndMetrics {
+  TbOverview overview;
+  TbGpuMetrics metrics;
+};
+TbOverviewAndMetrics tb_overview_and_metrics(const kineto::Trace& t);
+
 // One row of the Kernel view's table (kernel_parser.py KernelParser), over
 // every kernel of the trace (in steps or not), sorted by total descending.
 struct TbKernelStat {
