@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/timing.h"
 #include "report/appendf.h"
 #include "report/json_writer.h"
 #include "report/trace_json_internal.h"
@@ -271,8 +272,11 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
   b.add_samples();
   if (o.kineto != nullptr) b.add_gpu(*o.kineto);
   b.apply_cap();
+  timing_phase("trace.json: slices", 2);
   b.clamped = nest(b.slices);
+  timing_phase("trace.json: nest", 2);
   b.add_flows();
+  timing_phase("trace.json: flows", 2);
 
   // Written in pieces: one buffer, handed on whenever it passes kPiece.
   constexpr size_t kPiece = 256 * 1024;
