@@ -9,12 +9,13 @@
 
 namespace torchneck {
 
-void write_file_atomically(const std::string& path, const std::string& data) {
-  write_file_atomically(path, [&data](const std::function<void(std::string_view)>& sink) { sink(data); });
+void write_file_atomically(const std::string& path, const std::string& data, Replace how) {
+  write_file_atomically(path, [&data](const std::function<void(std::string_view)>& sink) { sink(data); }, how);
 }
 
 void write_file_atomically(const std::string& path,
-                           const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
+                           const std::function<void(const std::function<void(std::string_view)>&)>& produce,
+                           Replace how) {
   // The pid keeps two processes writing into one folder (workers) apart.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -38,6 +39,10 @@ void write_file_atomically(const std::string& path,
     err = errno;
   }
   if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && how == Replace::kRemoveOldFirst && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
     ok = false;
     err = errno;
   }

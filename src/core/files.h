@@ -7,16 +7,30 @@
 
 namespace torchneck {
 
-// Writes `data` to `path` atomically: a temporary file in the same folder,
-// then rename, so a reader (or a crash) never sees half a file. Throws
+// How the new file takes the place of an old one at `path`.
+enum class Replace {
+  // Renamed over it: a reader finds the old file or the new one, never
+  // neither, and never a half-written one. On ext4 the rename over a file
+  // also writes the new file's data back at once (auto_da_alloc): ~5 ms for
+  // a 9 MB trace.json.
+  kAtomically,
+  // The old one removed first, then the new one renamed in: still never half
+  // a file, but a reader may briefly find none. For files made again from
+  // data kept elsewhere (the reports of a run or a trace).
+  kRemoveOldFirst,
+};
+
+// Writes `data` to `path`: a temporary file in the same folder, then
+// rename, so a reader (or a crash) never sees half a file. Throws
 // std::runtime_error with a one-line message ("cannot write PATH: why") and
 // leaves no temporary file behind.
-void write_file_atomically(const std::string& path, const std::string& data);
+void write_file_atomically(const std::string& path, const std::string& data, Replace how = Replace::kAtomically);
 
 // The same for a file produced in pieces: `produce` is called with a sink
 // that writes each piece as it comes, so the whole file is never in memory.
 // Nothing is renamed into place unless every piece was written.
 void write_file_atomically(const std::string& path,
-                           const std::function<void(const std::function<void(std::string_view)>&)>& produce);
+                           const std::function<void(const std::function<void(std::string_view)>&)>& produce,
+                           Replace how = Replace::kAtomically);
 
 }  // namespace torchneck

@@ -18,6 +18,11 @@ std::string write_outputs(const Run& run, const OutputOptions& options, std::str
   return write_analysed(run, analyze(run, options.summary), options, error);
 }
 
+// The reports are made again from the run or the trace: the old file is
+// removed before the new one is renamed in (core/files.h: on ext4, a rename
+// over the old trace.json also wrote the new one back at once, 4-6 ms).
+constexpr Replace kReplace = Replace::kRemoveOldFirst;
+
 std::string write_analysed(const Run& run, const Analysis& analysis, const OutputOptions& options,
                            std::string* error) {
   TerminalReportOptions t;
@@ -27,19 +32,19 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
   timing_phase("terminal report", 2);
   if (!options.dir.empty()) {
     try {
-      write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis));
+      write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis), kReplace);
       timing_phase("profile.json", 2);
       if (run.run.python_mode == "trace")
-        write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run));
+        write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run), kReplace);
       // flame graph data (docs/flame-graphs.md), also drawn in report.html
       const FlameNode flame = build_flame(run);
       timing_phase("flame tree", 2);
-      write_file_atomically(options.dir + "/stacks.folded", folded_stacks(flame));
+      write_file_atomically(options.dir + "/stacks.folded", folded_stacks(flame), kReplace);
       write_file_atomically(options.dir + "/profile.speedscope.json",
-                            speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script));
+                            speedscope_json(flame, run.run.script.empty() ? "torchneck" : run.run.script), kReplace);
       timing_phase("flame files", 2);
-      write_file_atomically(options.dir + "/report.txt", text);
-      write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame));
+      write_file_atomically(options.dir + "/report.txt", text, kReplace);
+      write_file_atomically(options.dir + "/report.html", html_report_for_run(run, analysis, flame), kReplace);
       timing_phase("report.html", 2);
       if (options.write_trace) {
         write_trace_json(run, analysis, options);
@@ -54,9 +59,10 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
 }
 
 void write_trace_json(const Run& run, const Analysis& analysis, const OutputOptions& options) {
-  write_file_atomically(options.dir + "/trace.json", [&](const std::function<void(std::string_view)>& sink) {
-    trace_json(run, analysis, options.trace, sink);
-  });
+  write_file_atomically(
+      options.dir + "/trace.json",
+      [&](const std::function<void(std::string_view)>& sink) { trace_json(run, analysis, options.trace, sink); },
+      kReplace);
 }
 
 }  // namespace torchneck

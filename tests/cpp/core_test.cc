@@ -1,12 +1,15 @@
 // GIVEN/WHEN/THEN tests of the hot-path building blocks.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/event_buffer.h"
+#include "core/files.h"
 #include "core/flat_map.h"
 #include "core/interner.h"
 #include "core/threads.h"
@@ -14,6 +17,44 @@
 
 namespace torchneck {
 namespace {
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// Either way of replacing: the new text in place of the old, whole, and no
+// temporary file left; a path that cannot be written: one line, nothing left.
+TEST(WriteFile, ReplacesTheOldFileWholeEitherWay) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "torchneck_write_file_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (Replace how : {Replace::kAtomically, Replace::kRemoveOldFirst}) {
+    const fs::path p = dir / "out.json";
+    write_file_atomically(p.string(), std::string(100000, 'a'), how);
+    EXPECT_EQ(read_all(p), std::string(100000, 'a'));
+    write_file_atomically(
+        p.string(), [](const std::function<void(std::string_view)>& sink) { sink("new"); sink(" text"); }, how);
+    EXPECT_EQ(read_all(p), "new text");
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
+    // The old file a folder: it cannot be removed or replaced; it is kept.
+    const fs::path d = dir / "a_folder";
+    fs::create_directories(d / "inside");
+    try {
+      write_file_atomically(d.string(), "x", how);
+      ADD_FAILURE() << "wrote over a folder";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("cannot write " + d.string() + ": ", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+    EXPECT_TRUE(fs::is_directory(d / "inside"));
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
+    fs::remove_all(d);
+    fs::remove(p);
+  }
+  fs::remove_all(dir);
+}
 
 TEST(StringInterner, SameTextSameIdWhateverTheAddress) {
   StringInterner interner;
