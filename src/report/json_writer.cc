@@ -20,6 +20,12 @@ constexpr Plain kPlain;
 
 }  // namespace
 
+bool is_json_plain(std::string_view s) {
+  for (char c : s)
+    if (!kPlain.table[static_cast<unsigned char>(c)]) return false;
+  return true;
+}
+
 void append_json_escaped(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
   size_t i = 0;

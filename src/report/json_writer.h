@@ -53,5 +53,7 @@ class JsonWriter {
 // Escapes a string as a JSON string literal body (no quotes). "<" and ">"
 // and "&" are escaped too, so JSON embedded in HTML can never close a tag.
 void append_json_escaped(std::string& out, std::string_view s);
+// True when append_json_escaped would copy s as it is.
+bool is_json_plain(std::string_view s);
 
 }  // namespace torchneck

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -74,20 +75,25 @@ std::string cut_name(std::string_view name, size_t max_chars) {
   return std::string(name.substr(0, n)) + "...";
 }
 
-void append_us(std::string& out, int64_t ns) {
+// Microseconds with three decimals at p (at most 25 bytes); to_chars, not
+// printf: a trace has hundreds of thousands of these.
+char* put_us(char* p, int64_t ns) {
   if (ns < 0) {
-    out += '-';
+    *p++ = '-';
     ns = -ns;
   }
-  // to_chars, not printf: a trace has hundreds of thousands of these.
-  char buf[32];
-  char* p = std::to_chars(buf, buf + sizeof buf, ns / 1000).ptr;
+  p = std::to_chars(p, p + 24, ns / 1000).ptr;
   const int64_t frac = ns % 1000;
   *p++ = '.';
   *p++ = static_cast<char>('0' + frac / 100);
   *p++ = static_cast<char>('0' + frac / 10 % 10);
   *p++ = static_cast<char>('0' + frac % 10);
-  out.append(buf, p);
+  return p;
+}
+
+void append_us(std::string& out, int64_t ns) {
+  char buf[32];
+  out.append(buf, put_us(buf, ns));
 }
 
 void append_int(std::string& out, int64_t v) {
@@ -259,6 +265,77 @@ std::string trace_json(const Run& run, const Analysis& analysis, const TraceJson
   return all;
 }
 
+namespace {
+
+// trace.json's bytes: stored through a pointer into one buffer, handed on
+// to the sink whenever it passes `piece`. Each record makes sure of its room
+// once (room), then writes without checks (a slice was a dozen appends to a
+// std::string, each checking its capacity: most of the time to write it).
+class Out {
+ public:
+  Out(const std::function<void(std::string_view)>& sink, size_t piece) : sink_(sink), piece_(piece), buf_(2 * piece) {}
+  char* room(size_t n) {
+    if (len_ + n > buf_.size()) {
+      flush();
+      if (n > buf_.size()) buf_.resize(n);
+    }
+    return buf_.data() + len_;
+  }
+  void done(char* end) {
+    len_ = static_cast<size_t>(end - buf_.data());
+    if (len_ >= piece_) flush();
+  }
+  void append(std::string_view s) {
+    char* p = room(s.size());
+    std::memcpy(p, s.data(), s.size());
+    done(p + s.size());
+  }
+  void flush() {
+    if (len_ > 0) sink_(std::string_view(buf_.data(), len_));
+    len_ = 0;
+  }
+
+ private:
+  const std::function<void(std::string_view)>& sink_;
+  size_t piece_;
+  size_t len_ = 0;
+  std::vector<char> buf_;
+};
+
+// A record's room beyond its name and args: its literal parts, a category
+// and five numbers (generous).
+constexpr size_t kRecordRoom = 256;
+
+char* put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+char* put_int(char* p, int64_t v) { return std::to_chars(p, p + 24, v).ptr; }
+// ,"pid":P,"tid":T,"ts":US
+char* put_where(char* p, int64_t pid, int64_t tid, int64_t ts_ns) {
+  p = put(p, ",\"pid\":");
+  p = put_int(p, pid);
+  p = put(p, ",\"tid\":");
+  p = put_int(p, tid);
+  p = put(p, ",\"ts\":");
+  return put_us(p, ts_ns);
+}
+// As append_str: quoted, escaped (at most 6 bytes a byte, plus the quotes).
+char* put_str(char* p, std::string_view s, std::string& scratch) {
+  *p++ = '"';
+  if (is_json_plain(s)) {
+    p = put(p, s);
+  } else {
+    scratch.clear();
+    append_json_escaped(scratch, s);
+    p = put(p, scratch);
+  }
+  *p++ = '"';
+  return p;
+}
+
+}  // namespace
+
 void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& o,
                 const std::function<void(std::string_view)>& sink) {
   TraceBuilder b(run, analysis, o);
@@ -280,78 +357,72 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
 
   // Written in pieces: one buffer, handed on whenever it passes kPiece.
   constexpr size_t kPiece = 256 * 1024;
-  std::string out;
-  out.reserve(kPiece + 64 * 1024);
-  out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  Out out(sink, kPiece);
+  out.append("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   bool first = true;
-  auto next = [&] {
-    if (out.size() >= kPiece) {
-      sink(out);
-      out.clear();
-    }
-    if (!first) out += ",\n";
+  auto sep = [&first](char* p) {
+    if (!first) p = put(p, ",\n");
     first = false;
+    return p;
   };
   for (const std::string& m : b.metadata_events()) {
-    next();
-    out += m;
+    char* p = sep(out.room(m.size() + 2));
+    out.done(put(p, m));
   }
+  std::string scratch;
   for (const Slice& s : b.slices) {
-    next();
-    out += "{\"ph\":\"X\",\"cat\":\"";
-    out += slice_cat_name(s.cat);
-    out += "\",\"name\":";
-    append_str(out, s.name);
-    out += ",\"pid\":";
-    append_int(out, s.pid);
-    out += ",\"tid\":";
-    append_int(out, s.tid);
-    out += ",\"ts\":";
-    append_us(out, s.start - b.base);
-    out += ",\"dur\":";
-    append_us(out, s.end - s.start);
+    const std::string_view args = b.args_of(s);
+    char* p = sep(out.room(kRecordRoom + 6 * s.name.size() + args.size()));
+    p = put(p, "{\"ph\":\"X\",\"cat\":\"");
+    p = put(p, std::string_view(slice_cat_name(s.cat)));
+    p = put(p, "\",\"name\":");
+    p = put_str(p, s.name, scratch);
+    p = put_where(p, s.pid, s.tid, s.start - b.base);
+    p = put(p, ",\"dur\":");
+    p = put_us(p, s.end - s.start);
     if (s.args_size > 0 || s.clamped) {
-      out += ",\"args\":{";
-      out += b.args_of(s);
-      if (s.clamped) out += s.args_size == 0 ? "\"clamped\":true" : ",\"clamped\":true";
-      out += '}';
+      p = put(p, ",\"args\":{");
+      p = put(p, args);
+      if (s.clamped) p = s.args_size == 0 ? put(p, "\"clamped\":true") : put(p, ",\"clamped\":true");
+      *p++ = '}';
     }
-    out += '}';
+    *p++ = '}';
+    out.done(p);
   }
   for (const Flow& f : b.flows) {
+    const std::string_view cat(f.cat);
     for (int end = 0; end < 2; ++end) {
       const Slice& s = b.slices[end == 0 ? f.from : f.to];
-      next();
-      out += end == 0 ? "{\"ph\":\"s\",\"id\":" : "{\"ph\":\"f\",\"id\":";
-      append_int(out, static_cast<int64_t>(f.id));
-      out += ",\"cat\":\"";
-      out += f.cat;
-      out += "\",\"name\":\"";
-      out += f.cat;
-      out += "\",\"bp\":\"e\",\"pid\":";
-      append_int(out, s.pid);
-      out += ",\"tid\":";
-      append_int(out, s.tid);
-      out += ",\"ts\":";
-      append_us(out, s.free_point - b.base);
-      out += '}';
+      char* p = sep(out.room(kRecordRoom + 2 * cat.size()));
+      p = put(p, end == 0 ? std::string_view("{\"ph\":\"s\",\"id\":") : std::string_view("{\"ph\":\"f\",\"id\":"));
+      p = put_int(p, static_cast<int64_t>(f.id));
+      p = put(p, ",\"cat\":\"");
+      p = put(p, cat);
+      p = put(p, "\",\"name\":\"");
+      p = put(p, cat);
+      p = put(p, "\",\"bp\":\"e\"");
+      p = put_where(p, s.pid, s.tid, s.free_point - b.base);
+      *p++ = '}';
+      out.done(p);
     }
   }
+  std::string tail;
   if (w.limited) {
-    next();
+    if (!first) tail += ",\n";
     std::string args;
     add_arg(args, "steps_in_window", static_cast<int64_t>(w.steps));
     add_arg(args, "steps_in_run", static_cast<int64_t>(analysis.steps.count));
-    out += "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"window\",\"name\":";
-    append_str(out, "trace window ends (--trace-steps): later steps left out");
-    appendf(out, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(b.main_pid), static_cast<long long>(kStepsTid));
-    append_us(out, w.end - b.base);
-    out += ",\"args\":{" + args + "}}";
+    tail += "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"window\",\"name\":";
+    append_str(tail, "trace window ends (--trace-steps): later steps left out");
+    appendf(tail, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(b.main_pid), static_cast<long long>(kStepsTid));
+    append_us(tail, w.end - b.base);
+    tail += ",\"args\":{" + args + "}}";
   }
-  out += "\n],\n\"otherData\":";
-  out += b.other_data(w.steps, w.limited, analysis.steps.count);
-  out += "}\n";
-  sink(out);
+  tail += "\n],\n\"otherData\":";
+  tail += b.other_data(w.steps, w.limited, analysis.steps.count);
+  tail += "}\n";
+  out.append(tail);
+  out.flush();
 }
 
 }  // namespace torchneck

@@ -117,6 +117,7 @@ struct TraceBuilder {
 size_t nest(std::vector<Slice>& slices);
 std::string cut_name(std::string_view name, size_t max_chars);
 void append_us(std::string& out, int64_t ns);
+char* put_us(char* p, int64_t ns);  // the same at p (at most 25 bytes); returns the end
 void append_str(std::string& out, std::string_view s);
 void add_arg(std::string& args, std::string_view key, std::string_view text);
 void add_arg(std::string& args, std::string_view key, int64_t v);
