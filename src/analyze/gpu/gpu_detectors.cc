@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "analyze/gpu/gpu_report.h"
+#include "core/timing.h"
 #include "analyze/summary.h"
 
 namespace torchneck::gpu {
@@ -210,10 +211,13 @@ GpuReport gpu_report(const kineto::Trace& trace) {
   r.path = trace.path;
   r.rank = trace.rank;
   r.hta = hta_breakdowns(trace);
+  timing_phase("GPU: HTA breakdowns", 4);
   r.facts = gpu_facts(trace);
+  timing_phase("GPU: kernels, syncs, launches", 4);
   TbOverviewAndMetrics tb = tb_overview_and_metrics(trace);
   r.tb = std::move(tb.overview);
   r.metrics = std::move(tb.metrics);
+  timing_phase("GPU: TensorBoard plugin's", 4);
   detect_gpu(r, r.findings);
   return r;
 }
