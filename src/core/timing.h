@@ -14,9 +14,9 @@
 namespace torchneck {
 
 // Prints the time since the previous call (from any thread) and since the
-// first, with the
-// minor page faults since then, the resident and peak memory, what malloc
-// holds and the size of its main heap (MiB): "torchneck: <indent><what> ...".
+// first, with the minor page faults since the previous call, the resident
+// and peak memory, what malloc holds and the size of its main heap (MiB):
+// "torchneck: <indent><what> ...".
 inline void timing_phase(const char* what, int indent = 0) {
   static const bool on = std::getenv("TORCHNECK_TIMING") != nullptr;
   static int64_t last = now_ns();
