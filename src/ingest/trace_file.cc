@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <system_error>
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -176,8 +177,7 @@ std::unique_ptr<ArrivingText> ArrivingText::open(const std::string& path) {
   if (!is_gzip(magic, 2)) {
     std::rewind(f);
     a->text_ = BigBytes(len, simdjson::SIMDJSON_PADDING);
-    a->helper_ = std::thread([p = a.get()] { p->read_plain(); });
-    return a;
+    return a->start([p = a.get()] { p->read_plain(); }) ? std::move(a) : nullptr;
   }
   // Compressed (a sixth of the text's size): mapped, not copied (no fresh
   // pages to fault in and clear), gunzipped there, unmapped when done.
@@ -189,8 +189,16 @@ std::unique_ptr<ArrivingText> ArrivingText::open(const std::string& path) {
   const size_t size = gzip_size(a->gz_, len);
   if (size == 0) return nullptr;
   a->text_ = BigBytes(size, simdjson::SIMDJSON_PADDING);
-  a->helper_ = std::thread([p = a.get()] { p->inflate_gzip(); });
-  return a;
+  return a->start([p = a.get()] { p->inflate_gzip(); }) ? std::move(a) : nullptr;
+}
+
+bool ArrivingText::start(const std::function<void()>& work) {
+  try {
+    helper_ = std::thread(work);
+    return true;
+  } catch (const std::system_error&) {  // no thread: read at once instead
+    return false;
+  }
 }
 
 ArrivingText::~ArrivingText() {

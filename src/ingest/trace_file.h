@@ -7,8 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -43,6 +44,7 @@ class ArrivingText final : public TextArrival {
 
  private:
   ArrivingText() = default;
+  bool start(const std::function<void()>& work);  // the helper thread; false if there is none
   void publish(size_t bytes, bool done);
   void inflate_gzip();
   void read_plain();
