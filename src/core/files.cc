@@ -53,4 +53,13 @@ void write_file_atomically(const std::string& path,
   }
 }
 
+std::string read_rest(std::FILE* f, bool* ok) {
+  std::string out;
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, got);
+  *ok = std::ferror(f) == 0;
+  return out;
+}
+
 }  // namespace torchneck

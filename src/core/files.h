@@ -1,6 +1,7 @@
 // Files written whole or not at all.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -32,5 +33,9 @@ void write_file_atomically(const std::string& path, const std::string& data, Rep
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::function<void(std::string_view)>&)>& produce,
                            Replace how = Replace::kAtomically);
+
+// What is left to read of `f` (a pipe too: in pieces), and whether it was
+// read without error. Does not close f.
+std::string read_rest(std::FILE* f, bool* ok);
 
 }  // namespace torchneck

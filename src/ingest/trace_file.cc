@@ -1,5 +1,7 @@
 #include "ingest/trace_file.h"
 
+#include "core/files.h"
+
 #include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
@@ -153,13 +155,10 @@ BigBytes read_trace_file(const std::string& path) {
     return gunzip(path, raw.data(), raw.size());
   }
   // Of unknown size (a pipe, say): in pieces.
-  std::string raw;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, got);
-  const bool failed = std::ferror(f) != 0;
+  bool ok = false;
+  const std::string raw = read_rest(f, &ok);
   std::fclose(f);
-  if (failed) throw std::runtime_error(path + ": read error");
+  if (!ok) throw std::runtime_error(path + ": read error");
   if (!is_gzip(raw.data(), raw.size())) return BigBytes(raw.data(), raw.size(), simdjson::SIMDJSON_PADDING);
   return gunzip(path, raw.data(), raw.size());
 }

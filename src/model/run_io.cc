@@ -461,13 +461,10 @@ void save_run(const Run& run, const std::string& path) { write_file_atomically(p
 Run load_run(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-  const bool err = std::ferror(f) != 0;
+  bool ok = false;
+  const std::string bytes = read_rest(f, &ok);
   std::fclose(f);
-  if (err) throw std::runtime_error("cannot read " + path + ": read error");
+  if (!ok) throw std::runtime_error("cannot read " + path + ": read error");
   try {
     return decode_run(bytes);
   } catch (const std::runtime_error& e) {
