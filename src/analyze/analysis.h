@@ -20,13 +20,28 @@ struct Analysis {
   std::vector<gpu::GpuReport> gpu;
 };
 
-inline Analysis analyze(const Run& run, const SummaryOptions& options) {
+// A live run: `gpu`, when a GPU trace was recorded with it (a Kineto window
+// of the run), gives the GPU detectors their evidence (the first report's,
+// as for `torchneck analyze`), combined by the same rule (combine_findings).
+inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vector<gpu::GpuReport> gpu = {}) {
   Analysis a;
   a.summary = summarize(run, options);
   a.steps = analyze_steps(run);
   a.layers = analyze_layers(run);
-  a.diagnosis = diagnose(diagnosis_input(run, a.steps, a.layers));
+  a.gpu = std::move(gpu);
+  DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);
+  if (!a.gpu.empty()) in.gpu = &a.gpu.front();
+  a.diagnosis = diagnose(in);
   return a;
+}
+
+// `torchneck analyze`: the GPU reports are computed on a second thread while
+// the CPU side is analysed, and arrive after analyze(); their first rank's
+// findings (the GPU detectors' on it, GpuReport::findings) combine with the
+// CPU side's as in diagnose().
+inline void add_gpu_reports(Analysis& a, std::vector<gpu::GpuReport> reports) {
+  a.gpu = std::move(reports);
+  if (!a.gpu.empty()) combine_findings(a.diagnosis, a.gpu.front().findings, a.steps);
 }
 
 }  // namespace torchneck

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <set>
 #include <unordered_map>
 
 namespace torchneck {
@@ -66,8 +67,6 @@ void data_functions_from_calls(const Run& run, DiagnosisInput& in) {
   }
 }
 
-int severity_rank(const std::string& s) { return s == "high" ? 0 : s == "medium" ? 1 : 2; }
-
 std::string balanced_verdict(const StepAnalysis& s) {
   if (s.median_ns <= 0) return "No training steps were found, so no bottleneck can be named.";
   std::string v = "No dominant bottleneck: the median step (" + fmt_ms(s.median_ns) + ") splits into";
@@ -84,19 +83,6 @@ double loading_cpu_fraction(const DiagnosisInput& in) {
   const double data = share(in.steps.median[Phase::kData], in.steps.median_ns);
   if (in.main_cpu_fraction < 0 || data <= 0) return -1;
   return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
-}
-
-std::string fmt_ms(int64_t ns) {
-  char buf[32];
-  const double ms = static_cast<double>(ns) / 1e6;
-  std::snprintf(buf, sizeof buf, ms >= 100 ? "%.0f ms" : ms >= 10 ? "%.1f ms" : "%.2f ms", ms);
-  return buf;
-}
-
-std::string fmt_pct(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * f);
-  return buf;
 }
 
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
@@ -131,22 +117,24 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
     const double ga = a.estimated_gain_pct.value_or(-1), gb = b.estimated_gain_pct.value_or(-1);
     if (ga != gb) return ga > gb;
-    return severity_rank(a.severity) < severity_rank(b.severity);
+    return a.severity < b.severity;
   });
   // The verdict names the most important finding: the first high-severity
   // one in gain order, else the first finding at all.
   const Finding* main = nullptr;
   for (const Finding& f : d.findings)
-    if (f.severity == "high") {
+    if (f.severity == Severity::kHigh) {
       main = &f;
       break;
     }
-  if (main == nullptr && !d.findings.empty() && d.findings.front().severity == "medium") main = &d.findings.front();
+  if (main == nullptr && !d.findings.empty() && d.findings.front().severity == Severity::kMedium) main = &d.findings.front();
   if (main == nullptr) {
     d.verdict = balanced_verdict(steps);
   } else {
     d.verdict = main->title + ".";
     if (main->estimated_gain_pct) {
+      // Whole percents: the estimate is "about", and rests on assumptions
+      // its gain_arithmetic names.
       char buf[64];
       std::snprintf(buf, sizeof buf, " Fixing it should cut step time by about %.0f %%.", *main->estimated_gain_pct);
       d.verdict += buf;
@@ -154,15 +142,25 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
   }
 }
 
+std::vector<Finding> run_detectors(const DiagnosisInput& in, Evidence evidence) {
+  std::vector<Finding> out;
+  for (const RegisteredDetector& d : detectors())
+    if (d.evidence == evidence) d.detect(in, out);
+  return out;
+}
+
+void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, const StepAnalysis& steps) {
+  std::set<std::string> gpu_ids;
+  for (const Finding& f : gpu_findings) gpu_ids.insert(f.id);
+  std::erase_if(d.findings, [&](const Finding& f) { return gpu_ids.count(f.id) > 0; });
+  d.findings.insert(d.findings.end(), gpu_findings.begin(), gpu_findings.end());
+  finish_diagnosis(d, steps);
+}
+
 Diagnosis diagnose(const DiagnosisInput& in) {
   Diagnosis d;
-  detect_input_bound(in, d.findings);
-  detect_slow_data_transform(in, d.findings);
-  detect_heavy_layer(in, d.findings);
-  detect_framework_overhead(in, d.findings);
-  detect_cpu_threads_underused(in, d.findings);
-  detect_optimizer_heavy(in, d.findings);
-  finish_diagnosis(d, in.steps);
+  d.findings = run_detectors(in, Evidence::kCpu);
+  combine_findings(d, run_detectors(in, Evidence::kGpu), in.steps);
   return d;
 }
 

@@ -1,18 +1,24 @@
 // Findings: what holds the step back, the numbers it rests on, the change to
-// make and what it should gain. Detectors (one per file in detectors/) read a
-// DiagnosisInput, which is derived from a Run or written by hand in tests.
+// make and what it should gain. Detectors (one per file in detectors/,
+// registered in detectors/registry.cc) read a DiagnosisInput: the CPU
+// evidence, derived from a Run or written by hand in tests, and the GPU
+// evidence of a Kineto trace when there is one.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "analyze/findings.h"
 #include "analyze/layers.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"  // share()
 #include "model/run.h"
 
 namespace torchneck {
+
+namespace gpu {
+struct GpuReport;
+}
 
 // A Python function's time inside data loading (Dataset.__getitem__,
 // transforms, collate, the DataLoader iterator).
@@ -39,6 +45,10 @@ struct DiagnosisInput {
   std::vector<ProcessInfo> workers;
   std::string worker_top_function;  // "file.py:12(name)", "" when none
   double worker_top_share = 0;      // of the workers' busy Python self time
+  // The GPU evidence: a Kineto trace's report (its first rank's), null on a
+  // live run and for the CPU-side detectors' tests. GPU detectors read only
+  // this; CPU detectors never read it.
+  const gpu::GpuReport* gpu = nullptr;
 };
 
 // Of the time the main thread waits for data (share `data_share` of the
@@ -46,39 +56,46 @@ struct DiagnosisInput {
 // CPU-bound; -1 when unknown.
 double loading_cpu_fraction(const DiagnosisInput& in);
 
-struct Finding {
-  std::string id;        // stable: "input_bound", "heavy_layer", ...
-  std::string severity;  // "high", "medium", "low"
-  std::string title;     // one line
-  std::vector<std::string> evidence;  // the numbers it rests on
-  std::string recommendation;         // the code to change
-  std::optional<double> estimated_gain_pct;  // step time saved; none when it cannot be backed
-  std::string gain_arithmetic;        // how the estimate was made
-};
-
 struct Diagnosis {
   std::vector<Finding> findings;  // by estimated gain, then severity
   std::string verdict;            // one sentence
 };
 
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers);
-// Sorts the findings (estimated gain, then severity) and writes the verdict;
-// diagnose() ends with it, and callers that add findings of their own (GPU
-// detectors of an analysed trace) call it again.
+
+// The evidence a detector reads (detectors/registry.cc says each one's).
+enum class Evidence : uint8_t { kCpu, kGpu };
+
+// Every detector has this shape: it reads the input and appends at most one
+// finding of its id.
+using Detector = void (*)(const DiagnosisInput& in, std::vector<Finding>& out);
+
+struct RegisteredDetector {
+  const char* name;  // the function's, for tests' messages
+  Evidence evidence;
+  Detector detect;
+};
+
+// All detectors, in the order they run (detectors/registry.cc).
+const std::vector<RegisteredDetector>& detectors();
+
+// The findings of the detectors that read `evidence`, in registration order.
+// The GPU ones find nothing when in.gpu is null.
+std::vector<Finding> run_detectors(const DiagnosisInput& in, Evidence evidence);
+
+// The one rule for a finding seen on both sides: where the GPU side has a
+// finding of an id, it replaces the CPU side's of that id (on a GPU run the
+// device's timeline says what the step waits for; the CPU side's estimate
+// assumes CPU-bound work). Then sorts and writes the verdict
+// (finish_diagnosis). `d` holds the CPU findings. Used by diagnose() and by
+// `torchneck analyze`, whose GPU reports arrive after the CPU side's
+// diagnosis (analysis.h, add_gpu_reports).
+void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, const StepAnalysis& steps);
+
+// Sorts the findings (estimated gain, then severity) and writes the verdict.
 void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps);
 
+// The CPU detectors, the GPU ones when in.gpu is set, combined.
 Diagnosis diagnose(const DiagnosisInput& in);
-
-// The detectors (detectors/*.cc). Each appends at most one finding.
-void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out);
-void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& out);
-void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out);
-void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& out);
-void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>& out);
-void detect_optimizer_heavy(const DiagnosisInput& in, std::vector<Finding>& out);
-
-// Shared helpers for detectors' text.
-std::string fmt_ms(int64_t ns);       // "12.3 ms"
-std::string fmt_pct(double fraction);  // "42 %"
 
 }  // namespace torchneck

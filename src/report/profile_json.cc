@@ -235,7 +235,7 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     w.begin_object();
     w.field("id", f.id);
-    w.field("severity", f.severity);
+    w.field("severity", to_string(f.severity));
     w.field("title", f.title);
     w.key("evidence").begin_array();
     for (const auto& e : f.evidence) w.value(e);

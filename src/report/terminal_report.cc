@@ -147,7 +147,7 @@ void verdict_and_findings(std::string& out, const Diagnosis& d) {
   out += "\nFindings, by estimated gain\n";
   int n = 0;
   for (const Finding& f : d.findings) {
-    appendf(out, "%2d. [%s] %s: %s\n", ++n, f.severity.c_str(), f.id.c_str(), f.title.c_str());
+    appendf(out, "%2d. [%s] %s: %s\n", ++n, to_string(f.severity), f.id.c_str(), f.title.c_str());
     for (const auto& e : f.evidence) out += "      evidence: " + e + "\n";
     out += "      fix:      " + f.recommendation + "\n";
     if (f.estimated_gain_pct) appendf(out, "      gain:     about -%.0f %% step time (%s)\n", *f.estimated_gain_pct, f.gain_arithmetic.c_str());

@@ -208,16 +208,7 @@ int run(int argc, char** argv) {
   OutputOptions rest_out = out;
   rest_out.write_trace = false;
   auto rest = std::async(std::launch::async, [&]() -> std::pair<std::string, std::string> {
-    analysis.gpu = gpu_reports.get();
-    // The GPU findings of the first rank replace the CPU-side ones of the same kind.
-    std::set<std::string> gpu_ids;
-    for (const auto& f : analysis.gpu.front().findings) gpu_ids.insert(f.id);
-    auto& findings = analysis.diagnosis.findings;
-    findings.erase(std::remove_if(findings.begin(), findings.end(),
-                                  [&](const Finding& f) { return gpu_ids.count(f.id) > 0; }),
-                   findings.end());
-    findings.insert(findings.end(), analysis.gpu.front().findings.begin(), analysis.gpu.front().findings.end());
-    finish_diagnosis(analysis.diagnosis, analysis.steps);
+    add_gpu_reports(analysis, gpu_reports.get());  // the first rank's GPU findings combined with the CPU side's
     std::string error;
     std::string text = write_analysed(run, analysis, rest_out, &error);
     return {std::move(text), std::move(error)};

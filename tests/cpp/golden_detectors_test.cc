@@ -103,7 +103,7 @@ TEST_P(GoldenDetectors, ProduceExactlyTheExpectedFindings) {
       if (c.id == e.at("id")) x = &c;
     if (x == nullptr) continue;
     SCOPED_TRACE(x->id);
-    EXPECT_EQ(x->severity, e.at("severity").get<std::string>());
+    EXPECT_EQ(to_string(x->severity), e.at("severity").get<std::string>());
     EXPECT_FALSE(x->title.empty());
     EXPECT_FALSE(x->evidence.empty());
     EXPECT_FALSE(x->recommendation.empty());

@@ -1,12 +1,14 @@
 // GPU findings of `torchneck analyze`: each detector fires exactly on the
 // facts its definition names, and not otherwise. Inputs are hand-built
-// GpuReports whose numbers are chosen on both sides of each threshold.
+// GpuReports whose numbers are chosen on both sides of each threshold, run
+// through the registry's GPU detectors as gpu_report() runs them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
 
+#include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
 #include "ingest/kineto_json.h"
 
@@ -31,9 +33,14 @@ GpuReport quiet() {
   return r;
 }
 
+std::vector<Finding> gpu_findings(const GpuReport& r) {
+  DiagnosisInput in;
+  in.gpu = &r;
+  return run_detectors(in, Evidence::kGpu);
+}
+
 std::set<std::string> ids(const GpuReport& r) {
-  std::vector<Finding> out;
-  detect_gpu(r, out);
+  const std::vector<Finding> out = gpu_findings(r);
   std::set<std::string> s;
   for (const auto& f : out) {
     EXPECT_FALSE(f.title.empty());
@@ -52,11 +59,10 @@ TEST(GpuDetectors, InputBoundFromTheDataLoaderShareAtThePluginsFivePercent) {
   EXPECT_EQ(ids(r).count("input_bound"), 0u);
   r.tb.avg_ns[static_cast<int>(TbRole::kDataLoader)] = 5.1e6;
   EXPECT_EQ(ids(r).count("input_bound"), 1u);
-  std::vector<Finding> out;
   r.tb.avg_ns[static_cast<int>(TbRole::kDataLoader)] = 30e6;
-  detect_gpu(r, out);
+  const std::vector<Finding> out = gpu_findings(r);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].severity, "high");
+  EXPECT_EQ(out[0].severity, Severity::kHigh);
   ASSERT_TRUE(out[0].estimated_gain_pct.has_value());
   EXPECT_DOUBLE_EQ(*out[0].estimated_gain_pct, 30.0);
 }
@@ -94,6 +100,14 @@ TEST(GpuDetectors, HostSyncFromBlockedTimeShare) {
   EXPECT_EQ(ids(r).count("host_sync"), 0u);
   r.facts.sync_ns = r.facts.syncs[0].total_ns = 60'000'000;
   EXPECT_EQ(ids(r).count("host_sync"), 1u);
+  // High from a fifth of the trace blocked.
+  r.facts.sync_ns = r.facts.syncs[0].total_ns = 190'000'000;
+  ASSERT_EQ(gpu_findings(r).size(), 1u);
+  EXPECT_EQ(gpu_findings(r)[0].severity, Severity::kMedium);
+  r.facts.sync_ns = r.facts.syncs[0].total_ns = 210'000'000;
+  ASSERT_EQ(gpu_findings(r).size(), 1u);
+  EXPECT_EQ(gpu_findings(r)[0].severity, Severity::kHigh);
+  EXPECT_NE(gpu_findings(r)[0].title.find("21.0 % of the trace"), std::string::npos) << gpu_findings(r)[0].title;
 }
 
 TEST(GpuDetectors, NoMixedPrecisionOnlyOnNvidiaWithTensorCoresUnused) {

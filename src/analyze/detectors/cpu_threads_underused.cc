@@ -20,9 +20,7 @@ void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>
   const int64_t compute = s.median.compute();
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
   if (share(compute, T) < kComputeShare || mean_op_us < kParallelOpUs) return;
-  Finding f;
-  f.id = "cpu_threads_underused";
-  f.severity = "medium";
+  Finding f = make_finding(FindingId::cpu_threads_underused);
   f.title = "torch uses " + std::to_string(in.env.torch_threads) + " of " + std::to_string(in.env.cpu_cores) +
             " usable CPU cores for compute-bound operators";
   f.evidence.push_back("torch.get_num_threads() = " + std::to_string(in.env.torch_threads) + ", " +

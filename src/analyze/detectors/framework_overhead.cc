@@ -15,6 +15,9 @@ constexpr double kManyOpsPerStep = 200.0;
 // Compute phases (forward, backward, optimizer) must be most of the step
 // for this to be the bottleneck rather than e.g. data loading.
 constexpr double kComputeShare = 0.5;
+// From 70 % of the step in compute made of tiny operators, per-op overhead
+// is most of the step: the main issue.
+constexpr double kComputeShareForHigh = 0.7;
 // Fusing or batching typically removes most ops; we assume 80 % of the
 // per-op cost goes away.
 constexpr double kAssumedSaving = 0.8;
@@ -28,9 +31,8 @@ void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& o
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
   const int64_t compute = s.median.compute();
   if (mean_op_us > kTinyOpUs || share(compute, T) < kComputeShare) return;
-  Finding f;
-  f.id = "framework_overhead";
-  f.severity = share(compute, T) >= 0.7 ? "high" : "medium";
+  Finding f = make_finding(FindingId::framework_overhead);
+  if (share(compute, T) >= kComputeShareForHigh) f.severity = Severity::kHigh;
   f.title = "Framework overhead: " + std::to_string(static_cast<int64_t>(s.ops_per_step)) +
             " tiny operators per step, " + std::to_string(static_cast<int64_t>(mean_op_us + 0.5)) + " us each";
   f.evidence.push_back(std::to_string(static_cast<int64_t>(s.ops_per_step)) + " operator calls per step on the main thread, mean self time " +
@@ -42,7 +44,7 @@ void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& o
       "inputs or torch.bmm instead of many small ones), replace Python loops over tensors with whole-tensor "
       "ops, and on torch >= 2.0 compile the model (model = torch.compile(model)); use a larger batch";
   f.estimated_gain_pct = 100.0 * kAssumedSaving * share(compute, T);
-  f.gain_arithmetic = "compute " + fmt_ms(compute) + " x 80 % (ops fused or batched away) / step " + fmt_ms(T);
+  f.gain_arithmetic = "compute " + fmt_ms(compute) + " x " + fmt_pct(kAssumedSaving) + " (ops fused or batched away) / step " + fmt_ms(T);
   out.push_back(std::move(f));
 }
 

@@ -55,9 +55,8 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   const int64_t T = s.median_ns;
   const double compute = share(s.median[Phase::kForward] + s.median[Phase::kBackward], T);
   if (compute < kMinComputeShare) return;
-  Finding f;
-  f.id = "heavy_layer";
-  f.severity = part >= kHeavyLayerHighShare && compute >= kComputeShareForHigh ? "high" : "medium";
+  Finding f = make_finding(FindingId::heavy_layer);
+  if (part >= kHeavyLayerHighShare && compute >= kComputeShareForHigh) f.severity = Severity::kHigh;
   f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
@@ -71,7 +70,8 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
     const double gain = std::min(kAssumedLayerSaving * per_step / static_cast<double>(T), 1.0);
     f.estimated_gain_pct = 100.0 * gain;
     f.gain_arithmetic = heavy->name + " " + fmt_ms(static_cast<int64_t>(per_step)) +
-                        " per step x 50 % (a layer half as costly) / step " + fmt_ms(T);
+                        " per step x " + fmt_pct(kAssumedLayerSaving) +
+                        " (the cost the advice is assumed to remove) / step " + fmt_ms(T);
   }
   out.push_back(std::move(f));
 }

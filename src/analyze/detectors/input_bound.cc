@@ -2,19 +2,19 @@
 // each step (time inside DataLoader __next__).
 #include <algorithm>
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
 
 namespace torchneck {
 namespace {
 
-// A quarter of the step spent waiting for data is worth fixing; half of it
-// means the input pipeline, not the model, sets the pace.
-constexpr double kInputBoundShare = 0.25;
-constexpr double kInputBoundHighShare = 0.50;
+using thresholds::kDataWaitHighShareCpuOnly;
+using thresholds::kDataWaitShareCpuOnly;
+using thresholds::kLoadingWaitsBelowCpu;
+
+// A cap on the workers suggested: each is a process with its own copy of
+// the dataset and prefetch_factor batches in memory.
 constexpr int64_t kMaxSuggestedWorkers = 8;
-// Below this CPU share of its data wait, the main thread is mostly waiting
-// (sleep, I/O) while loading: workers then overlap regardless of cores.
-constexpr double kWaitingLoadCpu = 0.5;
 // Worker processes busy producing batches at least this share of their
 // lifetime are saturated: the pipeline's rate is theirs. Well below it while
 // the main loop still waits, the wait is not for their work.
@@ -85,7 +85,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   const int64_t T = s.median_ns;
   const int64_t D = s.median[Phase::kData];
   const double part = share(D, T);
-  if (T <= 0 || part < kInputBoundShare) return;
+  if (T <= 0 || part < kDataWaitShareCpuOnly) return;
   const int64_t C = T - D;  // the rest of the step: what workers can overlap with
   const int64_t cores = std::max<int64_t>(1, in.env.cpu_cores);
   int64_t workers = 0;
@@ -94,9 +94,8 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     workers = in.env.dataloaders.front().num_workers;
     pin = in.env.cuda;
   }
-  Finding f;
-  f.id = "input_bound";
-  f.severity = part >= kInputBoundHighShare ? "high" : "medium";
+  Finding f = make_finding(FindingId::input_bound);
+  if (part >= kDataWaitHighShareCpuOnly) f.severity = Severity::kHigh;
   f.title = "Input-bound: the training loop waits for data " + fmt_pct(part) + " of each step";
   f.evidence.push_back("median step " + fmt_ms(T) + ", of which " + fmt_ms(D) +
                        " waiting in DataLoader __next__ (" + fmt_pct(part) + ")");
@@ -107,7 +106,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   // fully. Unless the main thread's CPU time shows the loading waits, the
   // estimate takes the CPU-bound case, the conservative one.
   const double loading_cpu = loading_cpu_fraction(in);
-  const bool waits = loading_cpu >= 0 && loading_cpu < kWaitingLoadCpu;
+  const bool waits = loading_cpu >= 0 && loading_cpu < kLoadingWaitsBelowCpu;
   const int64_t suggested = std::clamp<int64_t>(std::max<int64_t>(2, cores), 2, kMaxSuggestedWorkers);
   const int64_t parallel =
       waits ? suggested : std::max<int64_t>(1, std::min<int64_t>(suggested, cores - 1));

@@ -2,6 +2,7 @@
 // (Dataset.__getitem__, transforms, collate) cost most.
 #include <algorithm>
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
 
 namespace torchneck {
@@ -12,7 +13,6 @@ namespace {
 constexpr double kDataShareForTransforms = 0.15;
 constexpr double kTopFunctionShareOfData = 0.10;
 constexpr size_t kFunctionsShown = 3;
-constexpr double kComputingLoad = 0.5;  // see input_bound's kWaitingLoadCpu
 // A vectorised rewrite (tensor ops instead of Python loops) is typically
 // an order of magnitude faster: we assume 10x, i.e. 90 % of its time saved.
 constexpr double kVectorisedSaving = 0.9;
@@ -32,13 +32,11 @@ void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& 
   // Loading that mostly waits (sleep, I/O) is not made faster by cheaper
   // Python: input_bound covers it.
   const double loading_cpu = loading_cpu_fraction(in);
-  if (loading_cpu >= 0 && loading_cpu < kComputingLoad) return;
+  if (loading_cpu >= 0 && loading_cpu < thresholds::kLoadingWaitsBelowCpu) return;
   const DataFunction& top = in.data_functions.front();
   if (share(top.self_ns, in.data_python_ns) < kTopFunctionShareOfData) return;
   const double steps = static_cast<double>(std::max<size_t>(1, s.steps.size()));
-  Finding f;
-  f.id = "slow_data_transform";
-  f.severity = "medium";
+  Finding f = make_finding(FindingId::slow_data_transform);
   f.title = "Data loading time is spent in " + top.function + " (" + base_name(top.file) + ":" +
             std::to_string(top.line) + ")";
   int64_t shown = 0;
@@ -55,7 +53,10 @@ void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& 
   const double per_step = static_cast<double>(shown) / steps;
   const double gain = kVectorisedSaving * per_step / static_cast<double>(T);
   f.estimated_gain_pct = 100.0 * std::min(gain, share(s.median[Phase::kData], T));
-  f.gain_arithmetic = "top functions " + fmt_ms(static_cast<int64_t>(per_step)) + " per step x 90 % (assuming a 10x faster vectorised version) / step " + fmt_ms(T);
+  f.gain_arithmetic = "top functions " + fmt_ms(static_cast<int64_t>(per_step)) + " per step x " +
+                      fmt_pct(kVectorisedSaving) + " (assuming a " +
+                      std::to_string(static_cast<int>(1.0 / (1.0 - kVectorisedSaving) + 0.5)) +
+                      "x faster vectorised version) / step " + fmt_ms(T);
   out.push_back(std::move(f));
 }
 

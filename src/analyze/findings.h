@@ -1,0 +1,67 @@
+// What a finding is: its id (one of the table in findings.def), severity,
+// the numbers it rests on, the change to make and what it should gain; and
+// how its numbers are written. Both the CPU and the GPU detectors produce
+// these (detectors/), and the reports print them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchneck {
+
+// Ordered most important first: sorting by it puts high before medium.
+enum class Severity : uint8_t { kHigh, kMedium, kLow };
+
+// "high", "medium", "low": what profile.json and the terminal show.
+const char* to_string(Severity s);
+
+// One per line of findings.def, in its order.
+enum class FindingId : uint8_t {
+#define FINDING(id, severity, evidence, meaning, fires, gain) id,
+#include "analyze/findings.def"
+#undef FINDING
+};
+
+// A line of findings.def.
+struct FindingInfo {
+  FindingId id;
+  const char* name;  // "input_bound": the id reports print
+  Severity default_severity;
+  const char* evidence;  // "CPU", "GPU", "CPU, GPU"
+  const char* meaning;
+  const char* fires_when;
+  const char* estimated_gain;
+};
+
+// The whole table, in findings.def's order.
+const std::vector<FindingInfo>& finding_table();
+const FindingInfo& finding_info(FindingId id);
+// nullptr for a name not in the table.
+const FindingInfo* find_finding(std::string_view name);
+
+struct Finding {
+  std::string id;  // stable: FindingInfo::name, e.g. "input_bound"
+  Severity severity = Severity::kMedium;
+  std::string title;  // one line
+  std::vector<std::string> evidence;  // the numbers it rests on
+  std::string recommendation;         // the code to change
+  std::optional<double> estimated_gain_pct;  // step time saved; none when it cannot be backed
+  std::string gain_arithmetic;        // how the estimate was made
+};
+
+// A finding of the table's id at its default severity: how every detector
+// starts one, so no id is spelled outside findings.def.
+Finding make_finding(FindingId id);
+
+// docs/findings.md: the table as Markdown.
+std::string findings_markdown();
+
+// The one way findings write their numbers.
+std::string fmt_ms(int64_t ns);        // "12.3 ms" (3 significant digits, whole ms from 100)
+std::string fmt_pct(double fraction);  // "42.5 %"
+
+}  // namespace torchneck

@@ -1,0 +1,197 @@
+// The table of findings (src/analyze/findings.def) and the detector registry
+// (src/analyze/detectors/registry.cc) agree: every id a detector emits is in
+// the table, every registered detector fires on some input below, every id
+// of the table is emitted by some detector, and docs/findings.md is what the
+// table generates.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "analyze/diagnosis.h"
+#include "analyze/gpu/gpu_report.h"
+
+namespace torchneck {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMs = 1'000'000;
+
+// A CPU run where most CPU detectors fire: data wait 30 % (input_bound,
+// slow_data_transform), optimizer 20 % (optimizer_heavy), one layer 90 % of
+// forward + backward (heavy_layer), 1000 operators of 5 us per step
+// (framework_overhead).
+DiagnosisInput busy_cpu_run() {
+  DiagnosisInput in;
+  in.env.cpu_cores = 8;
+  in.env.torch_threads = 8;
+  in.env.dataloaders.push_back({});
+  in.steps.source = "dataloader";
+  in.steps.steps.resize(10);
+  in.steps.median_ns = 100 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kData)] = 30 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kOptimizer)] = 20 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kForward)] = 30 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
+  in.steps.ops_per_step = 1000;
+  in.steps.op_self_ns_per_step = 1000 * 5'000.0;
+  LayerStats model, fc;
+  model.name = "";
+  model.type = "Net";
+  model.forward_ns = 300 * kMs;
+  model.backward_ns = 200 * kMs;
+  fc.name = "fc";
+  fc.type = "Linear";
+  fc.depth = 1;
+  fc.leaf = true;
+  fc.forward_ns = 270 * kMs;
+  fc.backward_ns = 180 * kMs;
+  in.layers = {model, fc};
+  in.data_functions.push_back({"augment", "train.py", 40, 200 * kMs});
+  in.data_python_ns = 250 * kMs;
+  return in;
+}
+
+// A CPU-only run, compute-bound on large operators, with 2 of 8 cores used
+// by torch (cpu_threads_underused).
+DiagnosisInput few_threads_run() {
+  DiagnosisInput in;
+  in.env.cpu_cores = 8;
+  in.env.torch_threads = 2;
+  in.steps.steps.resize(10);
+  in.steps.median_ns = 100 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kForward)] = 60 * kMs;
+  in.steps.median.ns[static_cast<int>(Phase::kBackward)] = 30 * kMs;
+  in.steps.ops_per_step = 100;
+  in.steps.op_self_ns_per_step = 100 * 500'000.0;
+  return in;
+}
+
+// A GPU trace's report on which every GPU detector fires.
+gpu::GpuReport troubled_gpu() {
+  using gpu::TbRole;
+  gpu::GpuReport r;
+  r.tb.avg_total_ns = 100e6;
+  r.tb.avg_ns[static_cast<int>(TbRole::kDataLoader)] = 30e6;  // input_bound
+  r.hta.kernel_types.push_back({"COMMUNICATION", 100, 25.0});  // communication_bound
+  gpu::TbDeviceMetrics d;
+  d.utilization = 0.4;  // gpu_idle, launch_bound
+  r.metrics.devices.push_back(d);
+  gpu::GpuFacts& g = r.facts;
+  g.device_name = "NVIDIA A100-SXM4-40GB";
+  g.compute_major = 8;  // no_mixed_precision: no tensor-core kernel
+  g.device_memory = int64_t{40} << 30;
+  g.peak_reserved = int64_t{39} << 30;  // memory_pressure
+  g.span_ns = 1'000'000'000;
+  g.kernels = 1000;
+  g.short_kernels = 900;  // launch_bound
+  g.kernel_ns = 50 * kMs;
+  g.median_launch_delay_ns = 10'000;
+  gpu::SyncPoint s;  // host_sync: 10 % of the trace
+  s.what = "cudaStreamSynchronize";
+  s.context = "aten::item";
+  s.calls = 100;
+  s.total_ns = 100 * kMs;
+  g.syncs.push_back(s);
+  g.sync_ns = s.total_ns;
+  g.pageable_copies = 10;  // pageable_memcpy: 2 % of the trace
+  g.pageable_ns = 20 * kMs;
+  return r;
+}
+
+// Every registered detector on every input above: detector name -> ids.
+std::map<std::string, std::set<std::string>> emitted() {
+  const gpu::GpuReport gpu = troubled_gpu();
+  std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), DiagnosisInput{}};
+  inputs.back().gpu = &gpu;
+  std::map<std::string, std::set<std::string>> out;
+  for (const RegisteredDetector& d : detectors()) {
+    auto& ids = out[d.name];
+    for (const DiagnosisInput& in : inputs) {
+      std::vector<Finding> found;
+      d.detect(in, found);
+      EXPECT_LE(found.size(), 1u) << d.name;
+      for (const Finding& f : found) ids.insert(f.id);
+    }
+  }
+  return out;
+}
+
+TEST(FindingsTable, NamesAreUniqueAndIdsIndexTheTable) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < finding_table().size(); ++i) {
+    const FindingInfo& f = finding_table()[i];
+    EXPECT_EQ(static_cast<size_t>(f.id), i) << f.name;
+    EXPECT_TRUE(names.insert(f.name).second) << f.name << " twice";
+    EXPECT_EQ(find_finding(f.name), &f);
+    EXPECT_STRNE(f.meaning, "");
+    EXPECT_STRNE(f.fires_when, "");
+    EXPECT_STRNE(f.estimated_gain, "");
+  }
+  EXPECT_EQ(find_finding("no_such_finding"), nullptr);
+  const Finding f = make_finding(FindingId::pageable_memcpy);
+  EXPECT_EQ(f.id, "pageable_memcpy");
+  EXPECT_EQ(f.severity, finding_info(FindingId::pageable_memcpy).default_severity);
+}
+
+TEST(FindingsTable, SeveritiesPrintAsBeforeAndSortHighFirst) {
+  EXPECT_STREQ(to_string(Severity::kHigh), "high");
+  EXPECT_STREQ(to_string(Severity::kMedium), "medium");
+  EXPECT_STREQ(to_string(Severity::kLow), "low");
+  EXPECT_LT(Severity::kHigh, Severity::kMedium);
+  EXPECT_LT(Severity::kMedium, Severity::kLow);
+}
+
+TEST(FindingsTable, EveryDetectorFiresAndEmitsOnlyIdsOfTheTable) {
+  std::set<std::string> covered;
+  for (const auto& [detector, ids] : emitted()) {
+    EXPECT_FALSE(ids.empty()) << detector << " fired on none of the inputs: extend them";
+    for (const std::string& id : ids) {
+      EXPECT_NE(find_finding(id), nullptr) << detector << " emits '" << id << "', not in findings.def";
+      covered.insert(id);
+    }
+  }
+  for (const FindingInfo& f : finding_table())
+    EXPECT_EQ(covered.count(f.name), 1u) << f.name << " is in findings.def but no registered detector emits it";
+}
+
+TEST(FindingsTable, EachDetectorReadsTheEvidenceItIsRegisteredFor) {
+  // The GPU detectors find nothing without a GPU report; the CPU ones
+  // nothing on a GPU report alone (an empty CPU side).
+  const gpu::GpuReport gpu = troubled_gpu();
+  DiagnosisInput gpu_only;
+  gpu_only.gpu = &gpu;
+  for (const RegisteredDetector& d : detectors()) {
+    std::vector<Finding> found;
+    if (d.evidence == Evidence::kGpu) {
+      d.detect(busy_cpu_run(), found);
+      d.detect(few_threads_run(), found);
+    } else {
+      d.detect(gpu_only, found);
+    }
+    EXPECT_TRUE(found.empty()) << d.name;
+  }
+}
+
+TEST(FindingsTable, DocsMatchTheTable) {
+  const fs::path doc = fs::path(TORCHNECK_SOURCE_DIR) / "docs" / "findings.md";
+  const std::string generated = findings_markdown();
+  if (const char* w = std::getenv("TORCHNECK_WRITE_DOCS"); w != nullptr && std::string(w) == "1") {
+    std::ofstream(doc) << generated;
+  }
+  std::ifstream f(doc);
+  ASSERT_TRUE(f) << doc << " is missing: run this test with TORCHNECK_WRITE_DOCS=1";
+  std::stringstream committed;
+  committed << f.rdbuf();
+  EXPECT_EQ(committed.str(), generated)
+      << "docs/findings.md differs from src/analyze/findings.def: run this test with TORCHNECK_WRITE_DOCS=1";
+}
+
+}  // namespace
+}  // namespace torchneck
