@@ -73,6 +73,17 @@ DiagnosisInput few_threads_run() {
   return in;
 }
 
+// A DataLoader of 2 non-persistent workers whose processes ran 3 times
+// (dataloader_respawn).
+DiagnosisInput respawning_workers() {
+  DiagnosisInput in;
+  DataLoaderFacts loader;
+  loader.num_workers = 2;
+  in.env.dataloaders.push_back(loader);
+  in.workers.resize(6);
+  return in;
+}
+
 // A GPU trace's report on which every GPU detector fires.
 gpu::GpuReport troubled_gpu() {
   using gpu::TbRole;
@@ -108,7 +119,7 @@ gpu::GpuReport troubled_gpu() {
 // Every registered detector on every input above: detector name -> ids.
 std::map<std::string, std::set<std::string>> emitted() {
   const gpu::GpuReport gpu = troubled_gpu();
-  std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), DiagnosisInput{}};
+  std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), respawning_workers(), DiagnosisInput{}};
   inputs.back().gpu = &gpu;
   std::map<std::string, std::set<std::string>> out;
   for (const RegisteredDetector& d : detectors()) {
@@ -172,6 +183,7 @@ TEST(FindingsTable, EachDetectorReadsTheEvidenceItIsRegisteredFor) {
     if (d.evidence == Evidence::kGpu) {
       d.detect(busy_cpu_run(), found);
       d.detect(few_threads_run(), found);
+      d.detect(respawning_workers(), found);
     } else {
       d.detect(gpu_only, found);
     }

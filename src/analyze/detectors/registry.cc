@@ -12,6 +12,7 @@
   X(kCpu, detect_framework_overhead)     \
   X(kCpu, detect_cpu_threads_underused)  \
   X(kCpu, detect_optimizer_heavy)        \
+  X(kCpu, detect_dataloader_respawn)     \
   X(kGpu, detect_input_bound_gpu)        \
   X(kGpu, detect_communication_bound)    \
   X(kGpu, detect_gpu_idle)               \
