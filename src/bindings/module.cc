@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "bindings/output_dir_binding.h"
 #include "bindings/spiller.h"
 #include "collect/python/module_scopes.h"
 #include "collect/python/sampler.h"
@@ -364,6 +365,7 @@ class Session {
 PYBIND11_MODULE(_torchneck, m) {
   using namespace torchneck;
   m.doc() = "torchneck's native core: collectors, analysis and reports";
+  bind_output_dir(m);
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -23,20 +25,32 @@
 #include "core/timing.h"
 #include "ingest/kineto_json.h"
 #include "ingest/kineto_to_run.h"
+#include "report/output_dir.h"
 #include "report/output_files.h"
 
 namespace {
 
 using namespace torchneck;
 
+// The help of `torchneck analyze`, word for word what the Python launcher
+// generates for it (python/torchneck/cli.py ANALYZE_ABOUT, options.py's
+// option table): tests/python/test_option_agreement.py compares them.
 constexpr const char* kUsage =
-    "usage: torchneck analyze [-o DIR] [--top=N] [--trace-steps=N] TRACE\n"
+    "usage: torchneck analyze [options] TRACE\n"
     "\n"
-    "Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json or .json.gz file\n"
-    "(export_chrome_trace, tensorboard_trace_handler), or a folder of them, one per rank.\n"
-    "Prints the report and writes DIR/profile.json and DIR/report.txt (default DIR: a new folder\n"
-    "under ./torchneck-out/), and DIR/trace.json, a timeline of the first steps (--trace-steps=N steady\n"
-    "steps, default 5; 0: all) for https://ui.perfetto.dev or chrome://tracing.\n";
+    "Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json\n"
+    "or .json.gz file (export_chrome_trace, tensorboard_trace_handler), or a\n"
+    "folder of them, one per rank. Prints the report and writes DIR/profile.json,\n"
+    "DIR/report.txt and DIR/trace.json, a timeline of the first steps for\n"
+    "https://ui.perfetto.dev or chrome://tracing.\n"
+    "\n"
+    "options:\n"
+    "  -o DIR, --output=DIR output folder (default: a new folder under ./torchneck-out/)\n"
+    "  --top=N              rows per table in the terminal report (default 15)\n"
+    "  --trace-steps=N      steady steps shown in DIR/trace.json, the timeline for\n"
+    "                       ui.perfetto.dev or chrome://tracing (default 5, with\n"
+    "                       the warm-up steps before them; 0: every step kept)\n"
+    "  -h, --help           this help\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -48,87 +62,94 @@ struct Args {
   int64_t trace_steps = kDefaultTraceSteps;
 };
 
+// analyze's options, with the same spellings, rules and wording as every
+// command's in the Python launcher (python/torchneck/options.py): `--name
+// VALUE` or `--name=VALUE`, `-o DIR` (a short option's value is the next
+// argument), options and TRACE in any order, `--` before a TRACE that starts
+// with '-', a repeat that disagrees refused. test_option_agreement.py runs
+// the same argument lists through both.
+
+// "An integer": ASCII digits, optionally negative, in [lo, hi]; strtol alone
+// would also take " 5" and "+5", which the Python parser does not.
+bool parse_int(const std::string& v, long lo, long hi, long* out) {
+  const size_t digits = v.size() > 0 && v[0] == '-' ? 1 : 0;
+  if (v.size() == digits) return false;
+  for (size_t k = digits; k < v.size(); ++k)
+    if (v[k] < '0' || v[k] > '9') return false;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), nullptr, 10);
+  if (errno == ERANGE || n < lo || n > hi) return false;
+  *out = n;
+  return true;
+}
+
+// The same folder however spelled ("out", "./out/"): what repeats of -o compare.
+std::string same_folder(const std::string& dir) {
+  std::error_code ec;
+  std::string s = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
+  std::map<std::string, std::pair<std::string, std::string>> given;  // canonical -> (as typed, compared)
+  std::vector<std::string> operands;
+  bool only_operands = false;
   for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&](const std::string& name) {
-      const size_t eq = s.find('=');
-      if (eq != std::string::npos) return s.substr(eq + 1);
-      if (i + 1 >= argc) throw Usage(name + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (s == "-h" || s == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (s == "-o" || s.rfind("--output", 0) == 0) {
-      a.out = value(s == "-o" ? "-o" : "--output");
-      if (a.out.empty()) throw Usage("-o needs a folder name");
-    } else if (s.rfind("--top", 0) == 0) {
-      const std::string v = value("--top");
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 1000) throw Usage("--top must be an integer between 1 and 1000, not '" + v + "'");
-      a.top = static_cast<size_t>(n);
-    } else if (s.rfind("--trace-steps", 0) == 0) {
-      const std::string v = value("--trace-steps");
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > 1000000) throw Usage("--trace-steps must be an integer between 0 and 1000000, not '" + v + "'");
-      a.trace_steps = n;
-    } else if (!s.empty() && s[0] == '-' && s != "-") {
-      throw Usage("unknown option " + s + " (see torchneck analyze --help)");
-    } else if (a.path.empty()) {
-      a.path = s;
-    } else {
-      throw Usage("analyze takes one trace file or folder, not also '" + s + "'");
-    }
-  }
-  if (a.path.empty()) throw Usage("no trace given (usage: torchneck analyze [-o DIR] TRACE)");
-  return a;
-}
-
-std::string default_dir(const std::string& path) {
-  std::string stem = std::filesystem::path(path).filename().string();
-  for (const char* ext : {".gz", ".json", ".trace", ".pt"}) {
-    const std::string e = ext;
-    if (stem.size() > e.size() && stem.compare(stem.size() - e.size(), e.size(), e) == 0) stem.resize(stem.size() - e.size());
-  }
-  if (stem.empty()) stem = "trace";
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::string base = "torchneck-out/" + stem + "-" + stamp;
-  std::string dir = base;
-  for (int n = 2; std::filesystem::exists(dir); ++n) dir = base + "-" + std::to_string(n);
-  return dir;
-}
-
-// Creates the folder (and its parents) and checks it can be written, before
-// any work; returns the folders it created, for removal on failure.
-std::vector<std::string> prepare_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> created;
-  fs::path p;
-  for (const auto& part : fs::path(dir)) {
-    p /= part;
-    std::error_code ec;
-    if (fs::exists(p, ec)) {
-      if (!fs::is_directory(p, ec)) throw Usage("cannot write the report to " + dir + ": " + p.string() + " is not a folder");
+    const std::string arg = argv[i];
+    if (only_operands || arg.empty() || arg[0] != '-' || arg == "-") {
+      operands.push_back(arg);
       continue;
     }
-    if (!fs::create_directory(p, ec)) throw Usage("cannot write the report to " + dir + ": " + ec.message());
-    created.push_back(p.string());
+    if (arg == "--") {
+      only_operands = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    std::string name = arg, value;
+    bool eq = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      name = arg.substr(0, arg.find('='));
+      value = arg.substr(arg.find('=') + 1);
+      eq = true;
+    }
+    const std::string canonical = name == "-o" ? "--output" : name;
+    if (canonical != "--output" && canonical != "--top" && canonical != "--trace-steps")
+      throw Usage("unknown option " + arg + " (see torchneck analyze --help)");
+    if (!eq) {
+      if (i + 1 >= argc) throw Usage(name + " needs a value");
+      value = argv[++i];
+    }
+    std::string compared;
+    long n = 0;
+    if (canonical == "--output") {
+      if (value.empty()) throw Usage(name + " needs a folder name");
+      a.out = value;
+      compared = same_folder(value);
+    } else if (canonical == "--top") {
+      if (!parse_int(value, 1, 1000, &n)) throw Usage(name + " must be an integer between 1 and 1000, not '" + value + "'");
+      a.top = static_cast<size_t>(n);
+      compared = std::to_string(n);
+    } else {
+      if (!parse_int(value, 0, 1000000, &n)) throw Usage(name + " must be an integer between 0 and 1000000, not '" + value + "'");
+      a.trace_steps = n;
+      compared = std::to_string(n);
+    }
+    const auto seen = given.find(canonical);
+    if (seen != given.end() && seen->second.second != compared) {
+      const std::string shown = canonical == "--output" ? "-o/--output" : canonical;
+      throw Usage(shown + " given twice, as " + seen->second.first + " and " + value + "; give it once");
+    }
+    given[canonical] = {value, compared};
   }
-  const std::string probe = dir + "/.torchneck-write-test";
-  FILE* f = std::fopen(probe.c_str(), "w");
-  if (f == nullptr || std::fputs("ok", f) < 0 || std::fclose(f) != 0) {
-    const std::string why = std::strerror(errno);
-    for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
-    throw Usage("cannot write the report to " + dir + ": " + why);
-  }
-  std::remove(probe.c_str());
-  return created;
+  if (operands.empty()) throw Usage("analyze needs a trace file or folder (usage: torchneck analyze [options] TRACE)");
+  if (operands.size() > 1) throw Usage("analyze takes one trace file or folder, not also '" + operands[1] + "'");
+  a.path = operands[0];
+  return a;
 }
 
 void phase(const char* what) { timing_phase(what); }
@@ -145,8 +166,8 @@ int run(int argc, char** argv) {
   }
   const Args a = parse(argc, argv);
   const std::vector<std::string> files = kineto::trace_files(a.path);
-  const std::string dir = a.out.empty() ? default_dir(a.path) : a.out;
-  const std::vector<std::string> created = prepare_dir(dir);
+  const PreparedDir prepared = prepare_output_dir(a.out, a.path);  // report/output_dir.h, as `run`'s
+  const std::string& dir = prepared.shown;
 
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = ::isatty(2) != 0;
@@ -165,7 +186,7 @@ int run(int argc, char** argv) {
     try {
       traces.push_back(kineto::load_trace(files[i], progress));
     } catch (...) {
-      for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+      remove_created(prepared.created);
       throw;
     }
   }
