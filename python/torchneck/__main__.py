@@ -1,14 +1,10 @@
-"""`python -m torchneck SCRIPT [ARGS...]`, a drop-in for
-`python -m torch.utils.bottleneck SCRIPT [ARGS...]`; also `run`, as
-`./torchneck run [options] SCRIPT [ARGS...]`."""
+"""`python -m torchneck COMMAND ...`, the same as `torchneck COMMAND ...`
+(cli.py), and `python -m torchneck SCRIPT [ARGS...]`, a drop-in for
+`python -m torch.utils.bottleneck SCRIPT [ARGS...]`."""
 
 import sys
 
 from torchneck.cli import main
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["report"]:
-        from torchneck import report_cmd
-
-        sys.exit(report_cmd.main(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

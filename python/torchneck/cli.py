@@ -1,44 +1,61 @@
-"""Command line: parse options up to the target, leave the script's own
-arguments untouched, and turn every bad invocation into one line on stderr
-and exit status 2."""
+"""The command line: `torchneck COMMAND ...` for every command, one table of
+commands, one help, and the one place where an error becomes its line on
+stderr and its exit status.
 
-import os
+A command is one entry of COMMANDS: its name, a one-line summary for
+`torchneck help`, its usage, the options it takes (defined once, in
+options.py), what it expects after them, and the function that does it.
+
+`python -m torchneck SCRIPT [ARGS...]` stays the drop-in for
+`python -m torch.utils.bottleneck SCRIPT [ARGS...]`: a first word that is
+not a command (nor -h, --help, --version) starts `run`'s options or names
+its script. A first word that is a command always means the command, even
+when a file of that name is in the working directory: what a command line
+does should not depend on the files around it. Such a script runs as
+`torchneck run analyze` (or `./analyze`, or `python -m torchneck -- analyze`)."""
+
 import sys
 
-USAGE = """\
-usage: torchneck run [options] SCRIPT [ARGS...]
-       torchneck run [options] -m MODULE [ARGS...]
-       torchneck report [--top=N] DIR                   (the report again, from DIR/profile.spill)
-       python -m torchneck [options] SCRIPT [ARGS...]   (drop-in for python -m torch.utils.bottleneck)
+from torchneck.errors import EXIT_USAGE, UsageError
+from torchneck.options import HelpRequested, options_help, parse
 
+PROG = "torchneck"
+
+
+class Command:
+    def __init__(self, name, summary, usage, options, about, handler, operand=None, script_target=False):
+        self.name = name
+        self.summary = summary    # one line in `torchneck help`
+        self.usage = usage        # usage lines; the first one is quoted in errors
+        self.options = options    # canonical names in options.OPTIONS
+        self.about = about        # the help's text between usage and options
+        self.handler = handler    # (Parsed) -> exit status
+        self.operand = operand    # "a trace file or folder": exactly one, anywhere among the options
+        self.script_target = script_target  # the first operand is a script; what follows is its own
+
+    def help(self):
+        usage = "usage: " + "\n       ".join(self.usage)
+        return f"{usage}\n\n{self.about}\n{options_help(self.options)}"
+
+
+def _run(p):
+    from torchneck import runner
+    return runner.run(p)
+
+
+def _report(p):
+    from torchneck import report_cmd
+    return report_cmd.run(p)
+
+
+def _analyze(p):
+    from torchneck import analyze_cmd
+    return analyze_cmd.run(p)
+
+
+RUN_ABOUT = """\
 Runs SCRIPT once, unchanged, as __main__ with its own sys.argv, and reports
 where the time went: Python functions, torch operators, backward nodes.
-
-options:
-  --python=MODE        Python profile: sample (default: a native sampler of all
-                       threads, ~1% overhead), trace (deterministic, cProfile
-                       statistics, writes python.pstats; slows Python-heavy code
-                       3-4x, like cProfile), or off
-  --sample-hz=N        sampling rate for --python=sample (default 200)
-  -o DIR, --output=DIR output folder (default: a new folder under ./torchneck-out/)
-  --no-ops             do not observe torch operators
-  --timeline-events=N  operator events kept per thread for the timeline, and
-                       Python samples kept in all (default 524288;
-                       aggregates always cover the whole run)
-  --timeline-steps=N   keep timelines only for the first N training steps
-                       (optimizer or ProfilerStep boundaries; default 0: no
-                       limit in steps, only --timeline-events)
-  --trace-steps=N      steady steps shown in DIR/trace.json, the timeline for
-                       ui.perfetto.dev or chrome://tracing (default 5, with
-                       the warm-up steps before them; 0: every step kept)
-  --spill-interval=S   at most S seconds between periodic spills of the
-                       profile to DIR/profile.spill (default 10; 0: none),
-                       which `torchneck report DIR` turns into the report
-                       after a kill -9 (see docs/endings.md)
-  --top=N              rows per table in the terminal report (default 15)
-  -h, --help           this help
-  --version            print the version
-
 The report goes to stderr after the script has finished (the script's stdout
 stays clean); it is also saved as DIR/report.txt, with DIR/profile.json.
 
@@ -57,148 +74,120 @@ ended (a full disk), that is one such line too, but the exit status stays
 the script's own: a training run that finished is not reported as failed.
 """
 
+REPORT_ABOUT = """\
+Rebuilds the report of a run from DIR/profile.spill: after a kill -9, an
+out-of-memory kill or a fatal signal, or to read a report again. Rewrites
+DIR/profile.json, DIR/report.txt and DIR/trace.json.
+"""
 
-class UsageError(Exception):
-    """A bad invocation: reported as one line, exit status 2."""
+# The same words as kUsage in src/tools/analyze_main.cc, which prints this
+# help (`torchneck analyze` does not start Python); test_option_agreement.py
+# compares the two.
+ANALYZE_ABOUT = """\
+Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json
+or .json.gz file (export_chrome_trace, tensorboard_trace_handler), or a
+folder of them, one per rank. Prints the report and writes DIR/profile.json,
+DIR/report.txt and DIR/trace.json, a timeline of the first steps for
+https://ui.perfetto.dev or chrome://tracing.
+"""
 
+_RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
+                "--trace-steps", "--spill-interval", "--top"]
 
-class Options:
-    def __init__(self):
-        self.python_mode = "sample"
-        self.sample_hz = 200.0
-        self.output = None
-        self.ops = True
-        self.timeline_events = 1 << 19
-        self.timeline_steps = 0
-        self.trace_steps = 5
-        self.spill_interval = 10.0
-        self.top = 15
-        self.module = None  # -m MODULE
-        self.script = None
-        self.args = []
-
-
-def _int(name, text, lo, hi):
-    try:
-        v = int(text)
-    except ValueError:
-        raise UsageError(f"{name} needs an integer, not {text!r}") from None
-    if not lo <= v <= hi:
-        raise UsageError(f"{name} must be between {lo} and {hi}, not {v}")
-    return v
-
-
-# Options that take a value; -o and --output are one option.
-_TAKES_VALUE = {"--python": "--python", "--sample-hz": "--sample-hz", "-o": "--output",
-                "--output": "--output", "--timeline-events": "--timeline-events", "--top": "--top",
-                "--timeline-steps": "--timeline-steps", "--spill-interval": "--spill-interval",
-                "--trace-steps": "--trace-steps"}
+COMMANDS = {c.name: c for c in [
+    Command("run", "profile a script: run it once, unchanged, and report where the time went",
+            ["torchneck run [options] SCRIPT [ARGS...]", "torchneck run [options] -m MODULE [ARGS...]"],
+            _RUN_OPTIONS, RUN_ABOUT, _run, script_target=True),
+    Command("analyze", "the report of a torch.profiler (Kineto) trace, or of a folder of rank traces",
+            ["torchneck analyze [options] TRACE"], ["--output", "--top", "--trace-steps"], ANALYZE_ABOUT,
+            _analyze, operand="a trace file or folder"),
+    Command("report", "the report of a run again, from its output folder (after a kill -9, too)",
+            ["torchneck report [options] DIR"], ["--top", "--trace-steps"], REPORT_ABOUT, _report,
+            operand="an output folder"),
+    Command("help", "this list, or a command's own help: torchneck help COMMAND",
+            ["torchneck help [COMMAND]"], [], "", None),
+]}
 
 
-def parse(argv):
-    """Options first; the first non-option (or -m MODULE) is the target and
-    everything after it belongs to the script."""
-    o = Options()
-    given = {}  # option -> (value as typed, parsed value): repeats must agree
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            i += 1
-            break
-        if not arg.startswith("-") or arg == "-":
-            break
-        if arg == "-m":
-            if i + 1 >= len(argv):
-                raise UsageError("-m needs a module name")
-            o.module = argv[i + 1]
-            o.args = argv[i + 2:]
-            _check_conflicts(o, given)
-            return o
-        if arg in ("-h", "--help"):
-            raise SystemExit(_print_usage())
-        if arg == "--version":
-            from torchneck import __version__
-            print(f"torchneck {__version__}")
-            raise SystemExit(0)
-        name, eq, value = arg.partition("=")
-        if name not in _TAKES_VALUE and name != "--no-ops":
-            raise UsageError(f"unknown option {arg} (see torchneck --help)")
-        if name == "--no-ops":
-            if eq:
-                raise UsageError("--no-ops takes no value")
-            o.ops = False
-            given["--no-ops"] = ("", True)
-            i += 1
-            continue
-        if not eq:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{name} needs a value")
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        _set(o, given, name, value)
-    if i >= len(argv):
-        raise UsageError("no script given (usage: torchneck run [options] SCRIPT [ARGS...])")
-    o.script = argv[i]
-    o.args = argv[i + 1:]
-    _check_conflicts(o, given)
-    return o
+def overview():
+    """`torchneck --help` and `torchneck help`: every command, one line each."""
+    width = max(len(name) for name in COMMANDS) + 2
+    rows = "\n".join(f"  {name.ljust(width)}{c.summary}" for name, c in COMMANDS.items())
+    return f"""\
+usage: torchneck COMMAND [options] ...
+       python -m torchneck [run options] SCRIPT [ARGS...]   (drop-in for python -m torch.utils.bottleneck)
+
+commands:
+{rows}
+
+`torchneck COMMAND --help` lists the command's options. An option that takes
+a value takes it as `--name VALUE` or `--name=VALUE` (`-o DIR` for -o), the
+same in every command; given twice, it must say the same both times.
+
+A first word that is not a command is `run`'s: `python -m torchneck train.py`
+is `torchneck run train.py`. A command word always means the command, even
+when a file of that name exists here: run such a script as `torchneck run run`
+or `./run`.
+
+Exit status: the command's (for run, the script's own); a bad invocation is
+one line on stderr starting with "torchneck: " and exit status 2.
+"""
 
 
-def _set(o, given, name, value):
-    """Parses one option's value into o; a repeat must say the same."""
-    if name == "--python":
-        if value not in ("sample", "trace", "off"):
-            raise UsageError(f"--python must be sample, trace or off, not {value!r}")
-        o.python_mode = parsed = value
-    elif name == "--sample-hz":
-        o.sample_hz = parsed = float(_int(name, value, 1, 10000))
-    elif name in ("-o", "--output"):
-        if not value:
-            raise UsageError(f"{name} needs a folder name")
-        o.output = value
-        parsed = os.path.normpath(os.path.abspath(value))
-    elif name == "--timeline-events":
-        o.timeline_events = parsed = _int(name, value, 0, 1 << 30)
-    elif name == "--timeline-steps":
-        o.timeline_steps = parsed = _int(name, value, 0, 1 << 30)
-    elif name == "--trace-steps":
-        o.trace_steps = parsed = _int(name, value, 0, 1000000)
-    elif name == "--spill-interval":
-        o.spill_interval = parsed = float(_int(name, value, 0, 86400))
-    else:  # --top
-        o.top = parsed = _int(name, value, 1, 1000)
-    key = _TAKES_VALUE[name]
-    if key in given and given[key][1] != parsed:
-        shown = "-o/--output" if key == "--output" else key
-        raise UsageError(f"{shown} given twice, as {given[key][0]} and {value}; give it once")
-    given[key] = (value, parsed)
+def _help(argv):
+    if not argv:
+        sys.stdout.write(overview())
+        return 0
+    if len(argv) > 1 or argv[0] not in COMMANDS:
+        raise UsageError(f"help takes one command ({', '.join(COMMANDS)}), not {' '.join(argv)}")
+    return _show_help(argv[0])
 
 
-def _check_conflicts(o, given):
-    """Combinations where one option would be silently ignored."""
-    if "--sample-hz" in given and o.python_mode != "sample":
-        raise UsageError(f"--sample-hz conflicts with --python={o.python_mode}: only --python=sample samples")
-    for name in ("--timeline-events", "--timeline-steps"):
-        if name in given and not o.ops:
-            raise UsageError(f"{name} conflicts with --no-ops (no operator events are kept)")
-
-
-def _print_usage():
-    sys.stdout.write(USAGE)
+def _show_help(name):
+    if name == "analyze":  # its help is the native binary's own, as `./torchneck analyze --help` gives it
+        from torchneck import analyze_cmd
+        return analyze_cmd.exec_native(["--help"])
+    if name == "help":
+        sys.stdout.write(overview())
+        return 0
+    sys.stdout.write(COMMANDS[name].help())
     return 0
 
 
-def main(argv):
-    if argv and argv[0] == "run" and not os.path.isfile("run"):
-        argv = argv[1:]
-    elif argv and argv[0] in ("-h", "--help"):
-        return _print_usage()
+def dispatch(argv):
+    """ARGV (after the program name) -> exit status; raises UsageError."""
+    if not argv:
+        raise UsageError("no command or script given (see torchneck --help)")
+    first = argv[0]
+    if first in ("-h", "--help"):
+        return _help([])
+    if first == "--version":
+        from torchneck import __version__
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        return 0
+    if first == "help":
+        return _help(argv[1:])
+    if first in COMMANDS:
+        name, rest = first, argv[1:]
+    else:  # the drop-in: `python -m torchneck [options] SCRIPT [ARGS...]`
+        name, rest = "run", argv
+    command = COMMANDS[name]
     try:
-        options = parse(argv)
-        from torchneck import runner
-        return runner.run(options)
+        parsed = parse(command, rest)
+    except HelpRequested:
+        return _show_help(name)
+    return command.handler(parsed)
+
+
+def main(argv):
+    """The one place that maps errors to exit statuses."""
+    try:
+        return dispatch(argv)
     except UsageError as e:
-        sys.stderr.write(f"torchneck: {e}\n")
-        return 2
+        message = " ".join(str(e).split())  # one line, whatever the cause's text
+        try:
+            sys.stderr.write(f"{PROG}: {message}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        return EXIT_USAGE

@@ -6,50 +6,31 @@ kept absolute, so a script that changes directory still gets its report
 where the user asked. If writing the report fails once the script has
 ended, that is one line on stderr and the script's exit status is kept."""
 
-import datetime
 import os
 import sys
 
-from torchneck.cli import UsageError
+from torchneck.errors import UsageError
 
 # Absolute output folder -> (the path as the user gave it, the working
 # directory then, the folders prepare_dir created, outermost first).
 _prepared = {}
 
 
-def _default_dir(display):
-    stem = os.path.splitext(os.path.basename(display.replace("-m ", "")))[0] or "run"
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = os.path.join("torchneck-out", f"{stem}-{stamp}")
-    path, n = base, 1
-    while os.path.exists(path):
-        n += 1
-        path = f"{base}-{n}"
-    return path
-
-
-def _missing_parents(path):
-    """The folders os.makedirs(path) would create, outermost first."""
-    missing = []
-    while path and not os.path.lexists(path):
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return list(reversed(missing))
+def _native():
+    """The extension (loaded by the runner, after torch); the folder logic
+    is in C++ (src/report/output_dir.h), shared with torchneck analyze."""
+    from torchneck import _torchneck
+    if not hasattr(_torchneck, "prepare_output_dir"):
+        raise UsageError("the native part of torchneck is older than its launcher "
+                         "(no prepare_output_dir); run `make build` in the torchneck folder")
+    return _torchneck
 
 
 def _remove_created(created):
     """Removes the folders we made, innermost first, if they are empty;
     never one that was there before."""
-    for folder in reversed(created):
-        if not os.path.isdir(folder):
-            continue  # never made (the failure was making it)
-        try:
-            os.rmdir(folder)
-        except OSError:  # not empty: it holds files that were written
-            return
+    if created:
+        _native().remove_created(list(created))
 
 
 def _one_line(text):
@@ -58,33 +39,16 @@ def _one_line(text):
 
 def prepare_dir(requested, display):
     """Creates (or checks) the output folder before the script starts, so an
-    unwritable one is an error before any work is done, not after. Returns
-    its absolute path."""
-    path = requested or _default_dir(display)
-    cwd = os.getcwd()
-    absolute = os.path.normpath(os.path.join(cwd, path))
-    created = _missing_parents(absolute)
+    unwritable one is an error before any work is done, not after. DISPLAY
+    (the script, or "-m MODULE") names the default folder. Returns its
+    absolute path."""
+    target = display[3:] if display.startswith("-m ") else display
     try:
-        os.makedirs(absolute, exist_ok=True)
-        if not os.path.isdir(absolute):
-            raise UsageError(f"cannot write the report to {path}: not a folder")
-        probe = os.path.join(absolute, f".torchneck-write-test-{os.getpid()}")
-        try:
-            with open(probe, "w") as f:
-                f.write("ok")
-        finally:
-            try:
-                os.remove(probe)
-            except OSError:
-                pass
-    except OSError as e:
-        _remove_created(created)
-        raise UsageError(f"cannot write the report to {path}: {e.strerror or e}") from None
-    except UsageError:
-        _remove_created(created)
-        raise
-    _prepared[absolute] = (path, cwd, created)
-    return absolute
+        d = _native().prepare_output_dir(requested or "", target)
+    except RuntimeError as e:  # "cannot write the report to DIR: why"
+        raise UsageError(str(e)) from None
+    _prepared[d["absolute"]] = (d["shown"], os.getcwd(), d["created"])
+    return d["absolute"]
 
 
 def discard_dir(out_dir):

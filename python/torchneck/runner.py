@@ -15,7 +15,7 @@ from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import output
 from torchneck import workers
-from torchneck.cli import UsageError
+from torchneck.errors import UsageError
 
 
 class _Target:

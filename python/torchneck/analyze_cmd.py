@@ -1,0 +1,36 @@
+"""`python -m torchneck analyze ...`: the same native binary that
+`./torchneck analyze` execs, with the same arguments; Python only checks
+them first (with the same parser rules, options.py) and gets out of the way.
+`analyze` reads Kineto traces in C++ and needs neither Python nor torch."""
+
+import os
+
+from torchneck.errors import UsageError
+
+# The native binary, where `make build` puts it: <root>/build/, next to
+# <root>/python/torchneck/ (this package).
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NATIVE = os.path.join(_ROOT, "build", "torchneck-analyze")
+
+# glibc's malloc in transparent huge pages, unless the user chose otherwise:
+# what ./torchneck sets for analyze too (docs/analyze.md measures it).
+_TUNABLES = "glibc.malloc.hugetlb=1"
+
+
+def exec_native(args):
+    """Replaces this process by torchneck-analyze ARGS; returns only by a
+    UsageError when the binary is not there."""
+    if not os.access(NATIVE, os.X_OK):
+        raise UsageError("torchneck-analyze is not built (no build/torchneck-analyze); "
+                         "run `make build` in the torchneck folder")
+    env = dict(os.environ)
+    env.setdefault("GLIBC_TUNABLES", _TUNABLES)
+    try:
+        os.execve(NATIVE, [NATIVE, *args], env)
+    except OSError as e:
+        raise UsageError(f"cannot start {NATIVE}: {e.strerror or e}") from None
+
+
+def run(parsed):
+    """PARSED was the check; the binary reads the arguments again itself."""
+    return exec_native(parsed.argv)

@@ -1,0 +1,208 @@
+"""The options of every command, defined once, and the one parser that reads
+them: the same spellings everywhere (`--name VALUE` and `--name=VALUE`,
+`-o DIR`), repeats that disagree refused, an unknown option one line.
+
+torchneck-analyze (src/tools/analyze_main.cc) reads `analyze`'s options
+natively, without starting Python; it follows the same rules and wording,
+and tests/python/test_option_agreement.py holds the two to it."""
+
+import os
+import re
+
+from torchneck.errors import UsageError
+
+# "an integer": ASCII digits, optionally negative (then refused by the range
+# with its own message), nothing else: int() would also take " 5", "+5" and
+# "1_000", which the native parser (and a user's eye) would not.
+_INTEGER = re.compile(r"-?[0-9]+")
+
+# What --python accepts.
+PYTHON_MODES = ("sample", "trace", "off")
+
+
+class Option:
+    """One option: its spellings, where its value goes, how it is read."""
+
+    def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None):
+        self.names = names      # ("-o", "--output"): the first long one is canonical
+        self.dest = dest        # attribute of the parsed options
+        self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder"
+        self.help = help        # lines of help, without the spelling column
+        self.metavar = metavar
+        self.lo, self.hi = lo, hi
+        self.default = default
+
+    @property
+    def long(self):
+        return [n for n in self.names if n.startswith("--")][0]
+
+    @property
+    def shown(self):
+        """How a message names it: "-o/--output" for one with two spellings."""
+        return "/".join(self.names)
+
+    def spelling(self):
+        if self.kind == "flag":
+            return ", ".join(self.names)
+        return ", ".join(f"{n} {self.metavar}" if not n.startswith("--") else f"{n}={self.metavar}"
+                         for n in self.names)
+
+
+OPTIONS = {o.long: o for o in [
+    Option(("--python",), "python_mode", "mode", [
+        "Python profile: sample (default: a native sampler of all",
+        "threads, ~1% overhead), trace (deterministic, cProfile",
+        "statistics, writes python.pstats; slows Python-heavy code",
+        "3-4x, like cProfile), or off"], "MODE", default="sample"),
+    Option(("--sample-hz",), "sample_hz", "seconds", ["sampling rate for --python=sample (default 200)"],
+           "N", 1, 10000, default=200.0),
+    Option(("-o", "--output"), "output", "folder", [
+        "output folder (default: a new folder under ./torchneck-out/)"], "DIR"),
+    Option(("--no-ops",), "ops", "flag", ["do not observe torch operators"], default=True),
+    Option(("--timeline-events",), "timeline_events", "int", [
+        "operator events kept per thread for the timeline, and",
+        "Python samples kept in all (default 524288;",
+        "aggregates always cover the whole run)"], "N", 0, 1 << 30, default=1 << 19),
+    Option(("--timeline-steps",), "timeline_steps", "int", [
+        "keep timelines only for the first N training steps",
+        "(optimizer or ProfilerStep boundaries; default 0: no",
+        "limit in steps, only --timeline-events)"], "N", 0, 1 << 30, default=0),
+    Option(("--trace-steps",), "trace_steps", "int", [
+        "steady steps shown in DIR/trace.json, the timeline for",
+        "ui.perfetto.dev or chrome://tracing (default 5, with",
+        "the warm-up steps before them; 0: every step kept)"], "N", 0, 1000000, default=5),
+    Option(("--spill-interval",), "spill_interval", "seconds", [
+        "at most S seconds between periodic spills of the",
+        "profile to DIR/profile.spill (default 10; 0: none),",
+        "which `torchneck report DIR` turns into the report",
+        "after a kill -9 (see docs/endings.md)"], "S", 0, 86400, default=10.0),
+    Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,
+           default=15),
+]}
+
+# The spelling column of the help (wide enough for "-o DIR, --output=DIR").
+HELP_COLUMN = 23
+HELP_LINE = "  -h, --help           this help"
+
+
+def options_help(names):
+    """The "options:" block of a command's help, generated from OPTIONS so
+    that every command shows an option the same way."""
+    lines = ["options:"]
+    for name in names:
+        o = OPTIONS[name]
+        first, *rest = o.help
+        spelling = "  " + o.spelling()
+        pad = " " * (HELP_COLUMN - len(spelling)) if len(spelling) < HELP_COLUMN else "\n" + " " * HELP_COLUMN
+        lines.append(spelling + pad + first)
+        lines += [" " * HELP_COLUMN + line for line in rest]
+    lines.append(HELP_LINE)
+    return "\n".join(lines) + "\n"
+
+
+class HelpRequested(Exception):
+    """-h or --help among a command's options: its help, exit status 0."""
+
+
+class Parsed:
+    """A command's options (every one of OPTIONS, at its default unless
+    given), its operands, and for `run` the target and the script's own
+    arguments."""
+
+    def __init__(self, command):
+        self.command = command
+        for o in OPTIONS.values():
+            setattr(self, o.dest, o.default)
+        self.operands = []
+        self.module = None  # -m MODULE
+        self.script = None
+        self.args = []
+        self.given = {}  # canonical name -> value as typed
+        self.argv = []   # the command's arguments as given (analyze hands them on)
+
+
+def _value(o, name, value):
+    """The value of option O (spelled NAME) as typed -> (stored, compared)."""
+    if o.kind in ("int", "seconds"):
+        if not _INTEGER.fullmatch(value) or not o.lo <= int(value) <= o.hi:
+            raise UsageError(f"{name} must be an integer between {o.lo} and {o.hi}, not '{value}'")
+        v = int(value)
+        return (float(v) if o.kind == "seconds" else v), v
+    if o.kind == "mode":
+        if value not in PYTHON_MODES:
+            raise UsageError(f"{name} must be {', '.join(PYTHON_MODES[:-1])} or {PYTHON_MODES[-1]}, "
+                             f"not '{value}'")
+        return value, value
+    # a folder: the same folder however spelled ("out" and "./out/")
+    if not value:
+        raise UsageError(f"{name} needs a folder name")
+    return value, os.path.normpath(os.path.abspath(value))
+
+
+def parse(spec, argv):
+    """Reads ARGV by the command SPEC (cli.Command: its name, options,
+    operands, whether its first operand is a script whose arguments follow).
+    Raises UsageError (one line) or HelpRequested."""
+    p = Parsed(spec.name)
+    p.argv = list(argv)
+    compared = {}  # canonical name -> the value compared for repeats
+    only_operands = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if only_operands or not arg.startswith("-") or arg == "-":
+            if spec.script_target:  # `run`: the script; the rest is its own
+                p.script, p.args = arg, argv[i:]
+                break
+            p.operands.append(arg)
+            continue
+        if arg == "--":
+            only_operands = True
+            continue
+        if arg in ("-h", "--help"):
+            raise HelpRequested(spec.name)
+        if arg == "-m" and spec.script_target:
+            if i >= len(argv):
+                raise UsageError("-m needs a module name")
+            p.module, p.args = argv[i], argv[i + 1:]
+            break
+        # --name=VALUE; a short option takes its value as the next argument only
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        o = next((OPTIONS[n] for n in spec.options if name in OPTIONS[n].names), None)
+        if o is None:
+            raise UsageError(f"unknown option {arg} (see torchneck {spec.name} --help)")
+        if o.kind == "flag":
+            if eq:
+                raise UsageError(f"{name} takes no value")
+            stored, key = not o.default, True
+        else:
+            if not eq:
+                if i >= len(argv):
+                    raise UsageError(f"{name} needs a value")
+                value = argv[i]
+                i += 1
+            stored, key = _value(o, name, value)
+        if o.long in compared and compared[o.long] != key:
+            raise UsageError(f"{o.shown} given twice, as {p.given[o.long]} and {value}; give it once")
+        compared[o.long] = key
+        p.given[o.long] = value
+        setattr(p, o.dest, stored)
+    if spec.script_target:
+        if p.script is None and p.module is None:
+            raise UsageError(f"no script given (usage: {spec.usage[0]})")
+        _check_run_conflicts(p)
+    elif not p.operands:
+        raise UsageError(f"{spec.name} needs {spec.operand} (usage: {spec.usage[0]})")
+    elif len(p.operands) > 1:
+        raise UsageError(f"{spec.name} takes one {spec.operand.split(' ', 1)[1]}, not also '{p.operands[1]}'")
+    return p
+
+
+def _check_run_conflicts(p):
+    """Combinations where one option would be silently ignored."""
+    if "--sample-hz" in p.given and p.python_mode != "sample":
+        raise UsageError(f"--sample-hz conflicts with --python={p.python_mode}: only --python=sample samples")
+    for name in ("--timeline-events", "--timeline-steps"):
+        if name in p.given and not p.ops:
+            raise UsageError(f"{name} conflicts with --no-ops (no operator events are kept)")
