@@ -19,6 +19,7 @@ from conftest import ROOT, load_profile, run_plain, run_tool, script
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from torchneck import cli  # noqa: E402 - the launcher's own parser, no torch needed
+from torchneck.options import parse  # noqa: E402
 
 
 def one_error_line(stderr):
@@ -87,7 +88,7 @@ def test_repeating_an_option_with_the_same_value_is_fine(tmp_path):
     (["--top=3", "--", "--python=x"], {"top": 3, "script": "--python=x"}),
 ])
 def test_parse_keeps_what_belongs_to_the_script(argv, expected):
-    o = cli.parse(argv)
+    o = parse(cli.COMMANDS["run"], argv)
     assert {k: getattr(o, k) for k in expected} == expected
 
 
