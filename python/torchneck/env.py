@@ -9,12 +9,20 @@ import sys
 import threading
 import weakref
 
+from torchneck import facts
+
 
 def _usable_cores():
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 0
+
+
+def _int_or_none(value):
+    """A DataLoader attribute that is an int or None; anything else (a
+    subclass's own idea) is None, so recording it never breaks the script."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _user_frame():
@@ -80,11 +88,11 @@ class EnvCollector:
     def _record_optimizer(self, opt):
         groups = getattr(opt, "param_groups", [])
         foreach = bool(getattr(opt, "defaults", {}).get("foreach")) or any(g.get("foreach") for g in groups)
-        self.optimizers.append({
-            "type": type(opt).__name__,
-            "param_tensors": sum(len(g.get("params", [])) for g in groups),
-            "foreach": foreach,
-        })
+        self.optimizers.append(facts.optimizer_facts(
+            type=type(opt).__name__,
+            param_tensors=sum(len(g.get("params", [])) for g in groups),
+            foreach=foreach,
+        ))
 
     def _record_loader(self, loader):
         self._record(loader)
@@ -93,17 +101,17 @@ class EnvCollector:
 
     def _record(self, loader):
         workers = int(getattr(loader, "num_workers", 0) or 0)
-        prefetch = getattr(loader, "prefetch_factor", None)
-        self.dataloaders.append({
-            "num_workers": workers,
-            "batch_size": getattr(loader, "batch_size", None),
-            "pin_memory": bool(getattr(loader, "pin_memory", False)),
-            "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
+        prefetch = _int_or_none(getattr(loader, "prefetch_factor", None))
+        self.dataloaders.append(facts.dataloader_facts(
+            num_workers=workers,
+            batch_size=_int_or_none(getattr(loader, "batch_size", None)),
+            pin_memory=bool(getattr(loader, "pin_memory", False)),
+            persistent_workers=bool(getattr(loader, "persistent_workers", False)),
             # Only meaningful with worker processes (torch 2.x reports None otherwise).
-            "prefetch_factor": prefetch if workers > 0 else None,
-            "dataset": type(getattr(loader, "dataset", None)).__name__,
-            "created_at": _user_frame(),
-        })
+            prefetch_factor=prefetch if workers > 0 else None,
+            dataset_type=type(getattr(loader, "dataset", None)).__name__,
+            created_at=_user_frame(),
+        ))
 
     def snapshot(self, probe_cuda=True):
         """probe_cuda=False (spills, while the script runs): report CUDA only
@@ -118,15 +126,15 @@ class EnvCollector:
                 cuda = bool(torch.cuda.is_initialized())
         except Exception:  # noqa: BLE001 - a broken driver is "not available"
             cuda = False
-        return {
-            "python": platform.python_version(),
-            "torch": str(torch.__version__),
-            "cpu_cores": _usable_cores(),
-            "torch_threads": int(torch.get_num_threads()),
-            "cuda": cuda,
-            "dataloaders": self.dataloaders,
-            "optimizers": self.optimizers,
-        }
+        return facts.env_facts(
+            python=platform.python_version(),
+            torch=str(torch.__version__),
+            cpu_cores=_usable_cores(),
+            torch_threads=int(torch.get_num_threads()),
+            cuda=cuda,
+            dataloaders=self.dataloaders,
+            optimizers=self.optimizers,
+        )
 
 
 def thread_names():

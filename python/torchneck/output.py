@@ -59,7 +59,7 @@ def discard_dir(out_dir):
     _remove_created(created)
 
 
-def report(session, run_info, env, out_dir):
+def report(session, facts, out_dir):
     """Collects and writes the files, then prints the report to stderr in one
     write, after the script's own output has been flushed. A failure to
     write is one line on stderr; returns whether the report was written."""
@@ -76,7 +76,7 @@ def report(session, run_info, env, out_dir):
     target = shown if cwd == launch_cwd else out_dir
     error = None
     try:
-        text = session.finish(run_info, env, target, launch_cwd or cwd or "")
+        text = session.finish(facts, target, launch_cwd or cwd or "")
     except (RuntimeError, OSError) as e:
         text, error = None, e
     if isinstance(text, tuple):  # (report text, write error or None)

@@ -13,6 +13,7 @@ import types
 
 from torchneck import coexist
 from torchneck import env as envfacts
+from torchneck import facts as runfacts
 from torchneck import output
 from torchneck import workers
 from torchneck.errors import UsageError
@@ -188,6 +189,7 @@ def run(options):
             timeline_events_per_thread=options.timeline_events,
             timeline_steps=options.timeline_steps,
             trace_steps=options.trace_steps,
+            top=options.top,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
@@ -195,14 +197,19 @@ def run(options):
     facts = envfacts.EnvCollector()
     start_unix = time.time()
 
-    def static_info():
-        return {"script": target.display, "argv": [str(a) for a in target.argv],
-                "start_unix_s": start_unix, "notes": list(facts.notes)}
+    def spill_facts():
+        """What a spill (or a crash report) says about the run so far; the
+        session adds the times, this process and the ending."""
+        run = runfacts.run_info(script=target.display, argv=target.argv, exit_code=0, ending="still_running",
+                                start_unix_s=start_unix, wall_s=0.0, main_thread_cpu_s=-1.0,
+                                main_thread_runqueue_s=-1.0)
+        return runfacts.run_facts(run=run, env=facts.snapshot(probe_cuda=False), notes=facts.notes,
+                                  thread_names={}, main_tid=0, process=None)
 
     def env_changed():
         """A spill (or a crash report) describes the environment as it is."""
         try:
-            session.set_info(static_info(), facts.snapshot(probe_cuda=False))
+            session.set_info(spill_facts())
         except Exception:  # noqa: BLE001 - facts for spills only; never break the script
             pass
 
@@ -233,24 +240,16 @@ def run(options):
         worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         facts.uninstall()
         guard.uninstall()
-        run_info = {
-            "script": target.display,
-            "argv": [str(a) for a in sys.argv],
-            "exit_code": code,
-            "ending": ending,
-            "start_unix_s": start_unix,
-            "wall_s": wall,
-            "main_thread_cpu_s": main_cpu,
-            "main_thread_runqueue_s": (_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0,
-            "top": options.top,
-            "trace_steps": options.trace_steps,
-            "thread_names": envfacts.thread_names(),
-            "main_tid": threading.main_thread().native_id,
-            "notes": facts.notes + guard.notes(),
-            "process": {"pid": launcher_pid, "role": "main", "wall_s": wall, "busy_s": main_cpu,
-                        "cpu_s": process_cpu},
-        }
-        output.report(session, run_info, facts.snapshot(), out_dir)
+        run = runfacts.run_info(
+            script=target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=start_unix,
+            wall_s=wall, main_thread_cpu_s=main_cpu,
+            main_thread_runqueue_s=(_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0)
+        process = runfacts.process_info(pid=launcher_pid, role="main", worker_id=-1, start_method="", wall_s=wall,
+                                        busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
+        output.report(session, runfacts.run_facts(run=run, env=facts.snapshot(), notes=facts.notes + guard.notes(),
+                                                  thread_names=envfacts.thread_names(),
+                                                  main_tid=threading.main_thread().native_id, process=process),
+                      out_dir)
 
     real_exit = os._exit
 
@@ -259,7 +258,7 @@ def run(options):
         process only, not in a forked child such as a DataLoader worker)."""
         if os.getpid() == launcher_pid:
             try:
-                finish(int(code) & 0xFF, "os._exit")
+                finish(int(code) & 0xFF, "os_exit")
             except BaseException:  # noqa: B902 - exiting regardless
                 pass
         real_exit(code)
@@ -273,7 +272,7 @@ def run(options):
     os._exit = exit_now
     try:
         session.start()
-        session.start_spill(out_dir, os.getcwd(), top=options.top,
+        session.start_spill(out_dir, os.getcwd(),
                             first_s=min(1.0, options.spill_interval) if options.spill_interval > 0 else 0.0,
                             max_interval_s=options.spill_interval)
     except RuntimeError as e:  # a collector that cannot start: before the script, so exit 2
@@ -284,25 +283,27 @@ def run(options):
         output.discard_dir(out_dir)
         raise UsageError(f"cannot start profiling: {e}") from None
     worker_profiling.install()
-    env_changed()
+    # Not through env_changed(): a fact that is missing or misspelled is an
+    # error here, before the script, rather than a spill without facts.
+    session.set_info(spill_facts())
     guard.install()
     ending = "finished"
     try:
         target.run()
     except SystemExit as e:
         exit_code = _exit_code(e)
-        ending = "sys.exit"
+        ending = "sys_exit"
     except KeyboardInterrupt as e:
         session.stop()
         _print_script_traceback(e)
         died_by = signal.SIGINT
         exit_code = 128 + signal.SIGINT
-        ending = "KeyboardInterrupt"
+        ending = "keyboard_interrupt"
     except _Terminated:
         session.stop()
         died_by = signal.SIGTERM
         exit_code = 128 + signal.SIGTERM
-        ending = "SIGTERM"
+        ending = "sigterm"
     except BaseException as e:  # noqa: B902 - the script's own error
         session.stop()
         _print_script_traceback(e)

@@ -93,6 +93,7 @@ def _start(init, worker_id):
 
     from torchneck import _torchneck
     from torchneck import env as envfacts
+    from torchneck import facts
 
     session = _torchneck.Session(python_mode=init.python_mode, sample_hz=init.sample_hz, ops=init.ops,
                                  timeline_events_per_thread=16384, modules=False)
@@ -111,28 +112,23 @@ def _start(init, worker_id):
             return
         session.stop()
         wall = time.perf_counter() - t0
-        info = {
-            "script": f"DataLoader worker {worker_id}",
-            "argv": [],
-            "exit_code": 0,
-            "ending": "finished",
-            "wall_s": wall,
-            "main_thread_cpu_s": time.clock_gettime(main_cpu_clock) - main_cpu0,
-            "thread_names": envfacts.thread_names(),
-            "main_tid": threading.main_thread().native_id,
-            "process": {
-                "pid": pid, "role": "dataloader_worker", "worker_id": int(worker_id),
-                "start_method": start_method, "wall_s": wall, "busy_s": clock.busy_s,
-                "cpu_s": time.process_time() - cpu0, "batches": clock.batches,
-                "batch_ns_max": int(clock.max_s * 1e9),
-            },
-        }
-        env = {"python": "", "torch": str(torch.__version__), "cpu_cores": 0,
-               "torch_threads": int(torch.get_num_threads()), "cuda": False,
-               "dataloaders": [], "optimizers": []}
+        run = facts.run_info(script=f"DataLoader worker {worker_id}", argv=[], exit_code=0, ending="finished",
+                             start_unix_s=0.0, wall_s=wall,
+                             main_thread_cpu_s=time.clock_gettime(main_cpu_clock) - main_cpu0,
+                             main_thread_runqueue_s=-1.0)
+        # The main process has the environment; a worker says only what may
+        # differ in it.
+        env = facts.env_facts(python="", torch=str(torch.__version__), cpu_cores=0,
+                              torch_threads=int(torch.get_num_threads()), cuda=False, dataloaders=[], optimizers=[])
+        process = facts.process_info(pid=pid, role="dataloader_worker", worker_id=int(worker_id),
+                                     start_method=start_method, wall_s=wall, busy_s=clock.busy_s,
+                                     cpu_s=time.process_time() - cpu0, batches=clock.batches,
+                                     batch_ns_max=int(clock.max_s * 1e9))
         folder = os.path.join(init.out_dir, "workers")
         os.makedirs(folder, exist_ok=True)
-        session.save(info, env, os.path.join(folder, f"worker-{int(worker_id)}-{pid}.spill"))
+        session.save(facts.run_facts(run=run, env=env, notes=[], thread_names=envfacts.thread_names(),
+                                     main_tid=threading.main_thread().native_id, process=process),
+                     os.path.join(folder, f"worker-{int(worker_id)}-{pid}.spill"))
 
     # Run by multiprocessing when the worker process ends normally (its loop
     # returned), under fork and spawn alike; before the process exits.

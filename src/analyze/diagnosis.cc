@@ -88,7 +88,7 @@ double loading_cpu_fraction(const DiagnosisInput& in) {
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
   DiagnosisInput in;
   in.env = run.env;
-  in.python_mode = run.run.python_mode;
+  in.python_mode = to_string(run.run.python_mode);
   in.steps = steps;
   in.layers = layers.layers;
   if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0) {
@@ -98,15 +98,15 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
   }
   for (const auto& p : run.processes)
-    if (p.role != "main") in.workers.push_back(p);
+    if (p.role != ProcessRole::kMain) in.workers.push_back(p);
   int64_t worker_busy = 0;
   for (const auto& f : run.worker_python) worker_busy += f.self_ns;
   if (!run.worker_python.empty() && worker_busy > 0) {
     in.worker_top_function = short_function_label(run.worker_python.front());
     in.worker_top_share = share(run.worker_python.front().self_ns, worker_busy);
   }
-  if (run.run.python_mode == "sample") data_functions_from_samples(run, in);
-  else if (run.run.python_mode == "trace") data_functions_from_calls(run, in);
+  if (run.run.python_mode == PythonMode::kSample) data_functions_from_samples(run, in);
+  else if (run.run.python_mode == PythonMode::kTrace) data_functions_from_calls(run, in);
   std::sort(in.data_functions.begin(), in.data_functions.end(), [](const DataFunction& a, const DataFunction& b) {
     return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.function < b.function;
   });

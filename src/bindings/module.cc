@@ -1,7 +1,7 @@
 // The Python extension `torchneck._torchneck`: start/stop one profiling
 // session and hand back the written report. No per-event crossing: the
 // collectors run in C++ and Python only configures, stops and describes the
-// environment.
+// run and its environment (RunFacts, bindings/facts.h).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -13,17 +13,16 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "bindings/collectors.h"
+#include "bindings/facts.h"
 #include "bindings/output_dir_binding.h"
 #include "bindings/spiller.h"
-#include "collect/python/module_scopes.h"
-#include "collect/python/sampler.h"
-#include "collect/python/tracer.h"
-#include "collect/torch/op_observer.h"
 #include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
@@ -39,23 +38,20 @@ namespace torchneck {
 namespace {
 
 struct SessionOptions {
-  std::string python_mode = "sample";  // "sample", "trace" or "off"
-  double sample_hz = 200.0;
-  bool ops = true;
-  bool modules = true;  // nn.Module scopes for layers and the forward phase
-  size_t timeline_events_per_thread = size_t{1} << 19;
+  CollectorOptions collect;
   int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
-  double shape_sample_prob = 0.05;
   int64_t trace_steps = kDefaultTraceSteps;  // trace.json's window (report/trace_json.h)
+  size_t top = 15;  // rows per table in the report
 };
 
+// Drives the collectors (collect/collector.h for the order it keeps): start
+// in list order; stop, snapshot, collect and discard in the reverse order.
 class Session {
  public:
   explicit Session(SessionOptions o) : o_(std::move(o)) {
-    if (o_.python_mode != "sample" && o_.python_mode != "trace" && o_.python_mode != "off")
-      throw std::invalid_argument("python_mode must be sample, trace or off");
-    if (o_.sample_hz < 1 || o_.sample_hz > 10000)
+    if (o_.collect.sample_hz < 1 || o_.collect.sample_hz > 10000)
       throw std::invalid_argument("sample_hz must be between 1 and 10000");
+    collectors_ = make_collectors(o_.collect);
   }
 
   void start() {
@@ -68,87 +64,68 @@ class Session {
     } else {
       main_cpu0_ = -1;
     }
-    std::string error;
-    if (o_.ops) {
-      OpObserverOptions oo;
-      oo.timeline_events_per_thread = o_.timeline_events_per_thread;
-      oo.shape_sample_prob = o_.shape_sample_prob;
-      if (!start_op_observer(oo, &error)) throw std::runtime_error(error);
-    }
-    if (o_.modules && !start_module_scopes(ModuleScopeOptions{}, &error)) {
-      notes_.push_back(error);  // layers missing, the rest of the profile stands
-      o_.modules = false;
-    }
-    if (o_.python_mode == "trace") {
-      TracerOptions to;
-      to.timeline_events_per_thread = o_.timeline_events_per_thread;
-      if (!start_tracer(to, &error)) throw std::runtime_error(error);
-    } else if (o_.python_mode == "sample") {
-      SamplerOptions so;
-      so.hz = o_.sample_hz;
-      so.timeline_samples = o_.timeline_events_per_thread;  // --timeline-events bounds samples too
-      if (!start_sampler(so, &error)) throw std::runtime_error(error);
+    for (size_t i = 0; i < collectors_.size();) {
+      std::string error;
+      if (collectors_[i]->start(&error)) {
+        ++i;
+      } else if (!collectors_[i]->required()) {
+        notes_.push_back(error);  // its part is missing, the rest of the profile stands
+        collectors_.erase(collectors_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        for (size_t j = i; j-- > 0;) collectors_[j]->stop();
+        collectors_.clear();
+        throw std::runtime_error(error);
+      }
     }
     started_ = true;
   }
 
   // Periodic spills into out_dir and the fatal-signal report (spiller.h).
   // After start(); the GIL is held.
-  void start_spill(const std::string& out_dir, const std::string& cwd, size_t top, double first_s,
-                   double max_interval_s, bool crash_handler) {
+  void start_spill(const std::string& out_dir, const std::string& cwd, double first_s, double max_interval_s,
+                   bool crash_handler) {
     if (!started_ || stopped_) throw std::runtime_error("start the session before its spills");
     SpillOptions so;
     so.dir = out_dir;
     so.cwd = cwd;
-    so.top = top;
+    so.top = o_.top;
     so.first_s = first_s;
     so.max_interval_s = max_interval_s;
     so.crash_handler = crash_handler;
     SpillSources src;
     src.python = [this](Run& run) {  // GIL held
-      if (o_.python_mode == "trace") snapshot_tracer(run);
-      else if (o_.python_mode == "sample") snapshot_sampler(run);
-      if (o_.modules) snapshot_module_scopes(run);
+      for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c)
+        if ((*c)->python_side()) (*c)->snapshot(run, 0);
     };
-    src.native = [this](Run& run, int64_t wait_ns) {
-      const bool ok = !o_.ops || snapshot_op_observer(run, wait_ns);
+    src.native = [this](Run& run, int64_t wait_ns) {  // without the GIL
+      for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c)
+        if (!(*c)->python_side() && !(*c)->snapshot(run, wait_ns))
+          run.notes.push_back(std::string((*c)->name()) + ": no snapshot of its data could be taken");
       fill_threads_and_strings(run, main_tid_);
-      return ok;
     };
     src.info = [this](Run& run) { fill_info(run); };
     start_spiller(so, std::move(src));
     spilling_ = true;
   }
 
-  // What the script and its environment are, for spills (run_info and env
-  // as finish() takes them). Called at start and when the environment grows
-  // (a new DataLoader or optimizer).
-  void set_info(const py::dict& run_info, const py::dict& env) {
-    RunInfo ri;
-    ri.script = run_info["script"].cast<std::string>();
-    ri.argv = run_info["argv"].cast<std::vector<std::string>>();
-    ri.python_mode = o_.python_mode;
-    if (run_info.contains("start_unix_s")) ri.start_unix_s = run_info["start_unix_s"].cast<double>();
-    EnvFacts e;
-    fill_env(e, env);
-    std::vector<std::string> notes;
-    if (run_info.contains("notes")) notes = run_info["notes"].cast<std::vector<std::string>>();
+  // What the script and its environment are, for spills. Called at start and
+  // when the environment grows (a new DataLoader or optimizer).
+  void set_info(const RunFacts& facts) {
+    RunInfo ri = facts.run;
+    ri.python_mode = o_.collect.python_mode;
     std::lock_guard<std::mutex> lock(info_mu_);
     info_ = std::move(ri);
-    env_ = std::move(e);
-    info_notes_ = std::move(notes);
+    env_ = facts.env;
+    info_notes_ = facts.notes;
   }
 
   void stop() {
-    if (spilling_) {
+    if (spilling_) {  // first: the spill thread calls the collectors' snapshots
       stop_spiller();
       spilling_ = false;
     }
     if (!started_ || stopped_) return;
-    if (o_.python_mode == "trace") stop_tracer();
-    else if (o_.python_mode == "sample") stop_sampler();
-    if (o_.ops) stop_op_observer();
-    if (o_.modules) stop_module_scopes();
+    for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c) (*c)->stop();
     stopped_ = true;
   }
 
@@ -157,12 +134,8 @@ class Session {
   // python.pstats, report.txt) into out_dir. Returns (report text, None), or
   // (report text, one-line error) when a file could not be written: the
   // report is shown even when the disk is full.
-  py::tuple finish(const py::dict& run_info, const py::dict& env, const std::string& out_dir,
-                   const std::string& cwd) {
-    Run run = collect(run_info, env);
-    const size_t top = run_info.contains("top") ? run_info["top"].cast<size_t>() : 15;
-    const int64_t trace_steps =
-        run_info.contains("trace_steps") ? run_info["trace_steps"].cast<int64_t>() : kDefaultTraceSteps;
+  py::tuple finish(const RunFacts& facts, const std::string& out_dir, const std::string& cwd) {
+    Run run = collect(facts);
     const int64_t pid = run.processes.empty() ? 0 : run.processes.front().pid;
     std::string text, error;
     {
@@ -171,7 +144,7 @@ class Session {
         const std::vector<Run> workers = load_worker_runs(out_dir, run.notes);
         if (!workers.empty()) {
           ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-          main.role = "main";
+          main.role = ProcessRole::kMain;
           merge_workers(run, main, workers);
         } else {
           run.processes.clear();
@@ -189,8 +162,8 @@ class Session {
       OutputOptions out;
       out.dir = out_dir;
       out.cwd = cwd;
-      out.summary.top_python = out.summary.top_ops = top;
-      out.trace.steps = trace_steps;
+      out.summary.top_python = out.summary.top_ops = o_.top;
+      out.trace.steps = o_.trace_steps;
       out.trace.pid = pid;
       std::string write_error;
       text = write_outputs(run, out, &write_error);
@@ -201,9 +174,9 @@ class Session {
   }
 
   // A DataLoader worker's end: its profile, unanalysed, to `path` (the
-  // main process merges it). run_info["process"] describes the worker.
-  void save(const py::dict& run_info, const py::dict& env, const std::string& path) {
-    Run run = collect(run_info, env);
+  // main process merges it). facts.process describes the worker.
+  void save(const RunFacts& facts, const std::string& path) {
+    Run run = collect(facts);
     py::gil_scoped_release nogil;
     save_run(run, path);
   }
@@ -213,39 +186,21 @@ class Session {
   void discard() {
     spilling_ = false;
     forget_spiller();
-    if (o_.python_mode == "trace") stop_tracer();
-    else if (o_.python_mode == "sample") stop_sampler();
-    if (o_.modules) stop_module_scopes();
-    Run dropped;
-    if (o_.python_mode == "trace") collect_tracer(dropped);
-    else if (o_.python_mode == "sample") collect_sampler(dropped);
-    if (o_.modules) collect_module_scopes(dropped);
-    if (o_.ops) discard_op_observer();
+    for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c) (*c)->discard();
     stopped_ = true;
   }
 
  private:
   // Stops the collectors and builds the Run from them and from what Python
-  // says about the run (run_info) and its environment (env).
-  Run collect(const py::dict& run_info, const py::dict& env) {
+  // says about the run and its environment.
+  Run collect(const RunFacts& facts) {
     stop();
     Run run;
-    run.run.script = run_info["script"].cast<std::string>();
-    run.run.argv = run_info["argv"].cast<std::vector<std::string>>();
-    run.run.exit_code = run_info["exit_code"].cast<int>();
-    run.run.wall_s = run_info["wall_s"].cast<double>();
-    if (run_info.contains("main_thread_cpu_s")) run.run.main_thread_cpu_s = run_info["main_thread_cpu_s"].cast<double>();
-    if (run_info.contains("main_thread_runqueue_s"))
-      run.run.main_thread_runqueue_s = run_info["main_thread_runqueue_s"].cast<double>();
-    run.run.python_mode = o_.python_mode;
-    if (run_info.contains("ending")) run.run.ending = run_info["ending"].cast<std::string>();
-    if (run_info.contains("start_unix_s")) run.run.start_unix_s = run_info["start_unix_s"].cast<double>();
-    if (run_info.contains("notes")) run.notes = run_info["notes"].cast<std::vector<std::string>>();
-    if (run_info.contains("process")) run.processes.push_back(process_info(run_info["process"].cast<py::dict>()));
-    fill_env(run.env, env);
-    std::map<uint64_t, std::string> thread_names;
-    if (run_info.contains("thread_names"))
-      thread_names = run_info["thread_names"].cast<std::map<uint64_t, std::string>>();
+    run.run = facts.run;
+    run.run.python_mode = o_.collect.python_mode;
+    run.notes = facts.notes;
+    if (facts.process) run.processes.push_back(*facts.process);
+    run.env = facts.env;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     const TimelineWindow& window = timeline_window();
     if (window.closed.load()) {
@@ -257,62 +212,17 @@ class Session {
                     static_cast<long long>(window.boundaries.load()));
       run.notes.push_back(buf);
     }
-    if (o_.python_mode == "trace") collect_tracer(run);
-    else if (o_.python_mode == "sample") collect_sampler(run);
-    if (o_.modules) collect_module_scopes(run);
-    const uint64_t main_tid = run_info.contains("main_tid") ? run_info["main_tid"].cast<uint64_t>() : 0;
+    for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c)
+      if ((*c)->python_side()) (*c)->collect(run);
     py::gil_scoped_release nogil;
-    if (o_.ops) collect_op_observer(run);
-    fill_threads_and_strings(run, main_tid != 0 ? main_tid : main_tid_);
+    for (auto c = collectors_.rbegin(); c != collectors_.rend(); ++c)
+      if (!(*c)->python_side()) (*c)->collect(run);
+    fill_threads_and_strings(run, facts.main_tid != 0 ? facts.main_tid : main_tid_);
     for (auto& t : run.threads) {
-      auto it = thread_names.find(t.os_tid);
-      if (it != thread_names.end()) t.name = it->second;
+      auto it = facts.thread_names.find(t.os_tid);
+      if (it != facts.thread_names.end()) t.name = it->second;
     }
     return run;
-  }
-
-  static ProcessInfo process_info(const py::dict& d) {
-    ProcessInfo p;
-    p.pid = d["pid"].cast<int64_t>();
-    p.role = d["role"].cast<std::string>();
-    if (d.contains("worker_id")) p.worker_id = d["worker_id"].cast<int64_t>();
-    if (d.contains("start_method")) p.start_method = d["start_method"].cast<std::string>();
-    p.wall_s = d["wall_s"].cast<double>();
-    if (d.contains("busy_s")) p.busy_s = d["busy_s"].cast<double>();
-    if (d.contains("cpu_s")) p.cpu_s = d["cpu_s"].cast<double>();
-    if (d.contains("batches")) p.batches = d["batches"].cast<uint64_t>();
-    if (d.contains("batch_ns_max")) p.batch_ns_max = d["batch_ns_max"].cast<int64_t>();
-    return p;
-  }
-
-  static void fill_env(EnvFacts& e, const py::dict& env) {
-    e.python = env["python"].cast<std::string>();
-    e.torch = env["torch"].cast<std::string>();
-    e.cpu_cores = env["cpu_cores"].cast<int64_t>();
-    e.torch_threads = env["torch_threads"].cast<int64_t>();
-    e.cuda = env["cuda"].cast<bool>();
-    for (const auto& item : env["dataloaders"].cast<py::list>()) {
-      const auto d = item.cast<py::dict>();
-      DataLoaderFacts f;
-      f.num_workers = d["num_workers"].cast<int64_t>();
-      f.batch_size = d["batch_size"].is_none() ? -1 : d["batch_size"].cast<int64_t>();
-      f.pin_memory = d["pin_memory"].cast<bool>();
-      f.persistent_workers = d["persistent_workers"].cast<bool>();
-      f.prefetch_factor = d["prefetch_factor"].is_none() ? -1 : d["prefetch_factor"].cast<int64_t>();
-      f.dataset_type = d["dataset"].cast<std::string>();
-      f.created_at = d["created_at"].cast<std::string>();
-      e.dataloaders.push_back(std::move(f));
-    }
-    if (env.contains("optimizers")) {
-      for (const auto& item : env["optimizers"].cast<py::list>()) {
-        const auto d = item.cast<py::dict>();
-        OptimizerFacts o;
-        o.type = d["type"].cast<std::string>();
-        o.param_tensors = d["param_tensors"].cast<int64_t>();
-        o.foreach = d["foreach"].cast<bool>();
-        e.optimizers.push_back(std::move(o));
-      }
-    }
   }
 
   double cpu_seconds() const {
@@ -331,20 +241,23 @@ class Session {
       run.env = env_;
       run.notes.insert(run.notes.end(), info_notes_.begin(), info_notes_.end());
     }
-    run.run.python_mode = o_.python_mode;
+    run.run.python_mode = o_.collect.python_mode;
     run.run.wall_s = ns_to_s(now_ns() - start_ns_);
     const double cpu = main_cpu0_ >= 0 ? cpu_seconds() : -1;
     run.run.main_thread_cpu_s = cpu >= 0 ? cpu - main_cpu0_ : -1;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     ProcessInfo main;  // for `torchneck report`, which merges the workers
     main.pid = ::getpid();
-    main.role = "main";
+    main.role = ProcessRole::kMain;
     main.wall_s = run.run.wall_s;
     main.busy_s = std::max(0.0, run.run.main_thread_cpu_s);
     run.processes = {main};
   }
 
   SessionOptions o_;
+  // Chosen once from the options (make_collectors); after start(), the ones
+  // that started. Not changed while the spill thread runs.
+  std::vector<std::unique_ptr<Collector>> collectors_;
   std::vector<std::string> notes_;
   bool started_ = false;
   bool stopped_ = false;
@@ -366,34 +279,35 @@ PYBIND11_MODULE(_torchneck, m) {
   using namespace torchneck;
   m.doc() = "torchneck's native core: collectors, analysis and reports";
   bind_output_dir(m);
+  bind_facts(m);
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
-                       int64_t timeline_steps, int64_t trace_steps) {
+                       int64_t timeline_steps, int64_t trace_steps, size_t top) {
              SessionOptions o;
              o.trace_steps = trace_steps;
              o.timeline_steps = timeline_steps;
-             o.modules = modules;
-             o.python_mode = python_mode;
-             o.sample_hz = sample_hz;
-             o.ops = ops;
-             o.timeline_events_per_thread = timeline_events_per_thread;
-             o.shape_sample_prob = shape_sample_prob;
+             o.top = top;
+             o.collect.modules = modules;
+             o.collect.python_mode = python_mode_from_string(python_mode);  // ValueError naming it
+             o.collect.sample_hz = sample_hz;
+             o.collect.ops = ops;
+             o.collect.timeline_events_per_thread = timeline_events_per_thread;
+             o.collect.shape_sample_prob = shape_sample_prob;
              return new Session(o);
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
-           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps)
+           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = 15)
       .def("start", &Session::start)
-      .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("top") = 15,
-           py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
-      .def("set_info", &Session::set_info, py::arg("run_info"), py::arg("env"))
-      .def("save", &Session::save, py::arg("run_info"), py::arg("env"), py::arg("path"))
+      .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("first_s") = 1.0,
+           py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
+      .def("set_info", &Session::set_info, py::arg("facts"))
+      .def("save", &Session::save, py::arg("facts"), py::arg("path"))
       .def("discard", &Session::discard)
       .def("stop", &Session::stop)
-      .def("finish", &Session::finish, py::arg("run_info"), py::arg("env"), py::arg("out_dir"),
-           py::arg("cwd"));
+      .def("finish", &Session::finish, py::arg("facts"), py::arg("out_dir"), py::arg("cwd"));
   // `torchneck report DIR`: the full report again from DIR/profile.spill
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
@@ -404,12 +318,12 @@ PYBIND11_MODULE(_torchneck, m) {
         // A periodic or crash-time spill has not merged the workers yet; the
         // ones that exited wrote their profiles next to it.
         const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
-                                        [](const ProcessInfo& p) { return p.role != "main"; });
+                                        [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
         if (!merged) {
           const std::vector<Run> workers = load_worker_runs(dir, run.notes);
           if (!workers.empty()) {
             ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-            main.role = "main";
+            main.role = ProcessRole::kMain;
             merge_workers(run, main, workers);
           } else {
             run.processes.clear();  // as finish() leaves a run without workers

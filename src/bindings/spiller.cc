@@ -49,14 +49,8 @@ Spiller* g_spiller = nullptr;  // set before the handlers, kept afterwards
 std::atomic<pthread_t> g_spill_thread{};
 
 const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGILL: return "SIGILL";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    default: return "a fatal signal";
-  }
+  const char* name = fatal_signal_name(sig);  // the names the run's ending uses
+  return name != nullptr ? name : "a fatal signal";
 }
 
 void restore_handler(Spiller& s, int sig) {
@@ -152,8 +146,7 @@ Run compose(Spiller& s, int64_t native_wait_ns) {
     run = s.last_python;
   }
   s.sources.info(run);
-  if (!s.sources.native(run, native_wait_ns))
-    run.notes.push_back("operator observer: no snapshot of its data could be taken");
+  s.sources.native(run, native_wait_ns);
   return run;
 }
 
@@ -171,7 +164,7 @@ void spill_once(Spiller& s) {
     PyGILState_Release(gil);
   }
   Run run = compose(s, 50'000'000);
-  run.run.ending = "still running";
+  run.run.ending = RunEnding{EndingKind::kStillRunning, 0};
   save_run(run, s.options.dir + "/profile.spill");
 }
 
@@ -191,7 +184,7 @@ void write_all(int fd, const std::string& text) {
 
 void report_crash(Spiller& s, int sig) {
   Run run = compose(s, 200'000'000);
-  run.run.ending = std::string("fatal signal ") + signal_name(sig);
+  run.run.ending = RunEnding{EndingKind::kFatalSignal, sig};
   run.run.exit_code = 128 + sig;
   if (!s.have_python)
     run.notes.push_back("the process died before the first periodic snapshot of the Python profile");

@@ -36,10 +36,11 @@ struct SpillOptions {
 
 // What the spill thread calls. python() runs with the GIL held (the
 // collectors' Python-side data); native() and info() without it. info()
-// fills run.run, run.env and run.notes.
+// fills run.run, run.env and run.notes; native() adds a note for a
+// collector that could not be snapshot within wait_ns.
 struct SpillSources {
   std::function<void(Run&)> python;
-  std::function<bool(Run&, int64_t wait_ns)> native;
+  std::function<void(Run&, int64_t wait_ns)> native;
   std::function<void(Run&)> info;
 };
 

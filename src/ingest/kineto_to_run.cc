@@ -34,8 +34,8 @@ bool cpu_kind(const Event& e, std::string_view name, OpKind& kind) {
 Run run_from_trace(const kineto::Trace& trace) {
   Run run;
   run.run.script = trace.path;
-  run.run.python_mode = "off";
-  run.run.ending = "trace";
+  run.run.python_mode = PythonMode::kOff;
+  run.run.ending.kind = EndingKind::kIngestedTrace;
   run.strings = trace.names;
   run.env.cuda = std::any_of(trace.events.begin(), trace.events.end(),
                              [](const Event& e) { return kineto::is_gpu_work(e.cat); });

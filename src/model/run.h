@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/run_enums.h"
 #include "torchneck/records.h"
 
 namespace torchneck {
@@ -48,11 +49,11 @@ struct RunInfo {
   // time it is the time the thread wanted a CPU: on a loaded machine, CPU
   // time alone would make computing look like waiting.
   double main_thread_runqueue_s = -1;
-  std::string python_mode;        // "sample", "trace" or "off"
-  // How the run ended, in words: "finished", "exception", "KeyboardInterrupt",
-  // "SIGTERM", "os._exit", "fatal signal SIGSEGV", or "still running" for a
-  // periodic spill (the state the last spill saw).
-  std::string ending = "finished";
+  PythonMode python_mode = PythonMode::kOff;
+  // How the run ended (model/run_enums.h): "finished", "exception",
+  // "KeyboardInterrupt", "SIGTERM", "os._exit", "fatal signal SIGSEGV", or
+  // "still running" for a periodic spill (the state the last spill saw).
+  RunEnding ending;
   double start_unix_s = 0;        // wall-clock start, seconds since the epoch
 };
 
@@ -144,7 +145,7 @@ struct ModuleInfo {
 // (profiled in the worker, written to DIR/workers/, merged at the end).
 struct ProcessInfo {
   int64_t pid = 0;
-  std::string role;          // "main" or "dataloader_worker"
+  ProcessRole role = ProcessRole::kMain;
   int64_t worker_id = -1;    // DataLoader worker id, -1 for main
   std::string start_method;  // workers: "fork", or "spawn" (spawn/forkserver: nothing inherited)
   double wall_s = 0;         // profiled lifetime (workers: from their init to their exit)

@@ -187,11 +187,23 @@ std::vector<OpStats> get_ops(Reader& r, size_t threads) {
   return ops;
 }
 
+// An enum stored as its string (model/run_enums.h), so that the format does
+// not depend on the enum's numbering; an unknown one is a load error.
+template <typename FromString>
+auto from_stored(Reader& r, FromString from_string) {
+  const std::string s = r.str();
+  try {
+    return from_string(s);
+  } catch (const std::invalid_argument& e) {
+    r.fail(e.what());
+  }
+}
+
 void put_processes(Writer& w, const std::vector<ProcessInfo>& ps) {
   w.num<uint64_t>(ps.size());
   for (const auto& p : ps) {
     w.num(p.pid);
-    w.str(p.role);
+    w.str(to_string(p.role));
     w.num(p.worker_id);
     w.str(p.start_method);
     w.num(p.wall_s);
@@ -209,7 +221,7 @@ std::vector<ProcessInfo> get_processes(Reader& r) {
   std::vector<ProcessInfo> ps(r.count(96));
   for (auto& p : ps) {
     p.pid = r.num<int64_t>();
-    p.role = r.str();
+    p.role = from_stored(r, process_role_from_string);
     p.worker_id = r.num<int64_t>();
     p.start_method = r.str();
     p.wall_s = r.num<double>();
@@ -237,8 +249,8 @@ std::string encode_run(const Run& run) {
   w.num(ri.wall_s);
   w.num(ri.main_thread_cpu_s);
   w.num(ri.main_thread_runqueue_s);
-  w.str(ri.python_mode);
-  w.str(ri.ending);
+  w.str(to_string(ri.python_mode));
+  w.str(to_string(ri.ending));
   w.num(ri.start_unix_s);
 
   const EnvFacts& e = run.env;
@@ -351,8 +363,8 @@ Run decode_run(const std::string& bytes) {
   ri.wall_s = r.num<double>();
   ri.main_thread_cpu_s = r.num<double>();
   ri.main_thread_runqueue_s = r.num<double>();
-  ri.python_mode = r.str();
-  ri.ending = r.str();
+  ri.python_mode = from_stored(r, python_mode_from_string);
+  ri.ending = from_stored(r, run_ending_from_string);
   ri.start_unix_s = r.num<double>();
 
   EnvFacts& e = run.env;

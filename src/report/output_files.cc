@@ -34,7 +34,7 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
     try {
       write_file_atomically(options.dir + "/profile.json", profile_json(run, analysis), kReplace);
       timing_phase("profile.json", 2);
-      if (run.run.python_mode == "trace")
+      if (run.run.python_mode == PythonMode::kTrace)
         write_file_atomically(options.dir + "/python.pstats", pstats_bytes(run), kReplace);
       // flame graph data (docs/flame-graphs.md), also drawn in report.html
       const FlameNode flame = build_flame(run);

@@ -17,13 +17,13 @@ void write_run(JsonWriter& w, const RunInfo& r) {
   for (const auto& a : r.argv) w.value(a);
   w.end_array();
   w.field("exit_code", r.exit_code);
-  w.field("ending", r.ending);
+  w.field("ending", to_string(r.ending));
   w.field("wall_s", r.wall_s);
   w.key("main_thread_cpu_s");
   r.main_thread_cpu_s < 0 ? w.null() : w.value(r.main_thread_cpu_s);
   w.key("main_thread_runqueue_s");
   r.main_thread_runqueue_s < 0 ? w.null() : w.value(r.main_thread_runqueue_s);
-  w.field("python_mode", r.python_mode);
+  w.field("python_mode", to_string(r.python_mode));
   w.end_object();
 }
 
@@ -77,7 +77,7 @@ std::vector<size_t> heaviest_rows(const std::vector<Row>& rows, size_t cap) {
 }
 
 void write_python(JsonWriter& w, const Run& run, size_t cap) {
-  const bool sampled = run.run.python_mode == "sample";
+  const bool sampled = run.run.python_mode == PythonMode::kSample;
   w.key("python").begin_array();
   for (size_t i : heaviest_rows(run.python, cap)) {
     const auto& f = run.python[i];
@@ -131,7 +131,7 @@ void write_processes(JsonWriter& w, const Run& run) {
   for (const auto& p : run.processes) {
     w.begin_object();
     w.field("pid", p.pid);
-    w.field("role", p.role);
+    w.field("role", to_string(p.role));
     w.key("worker_id");
     p.worker_id < 0 ? w.null() : w.value(p.worker_id);
     if (!p.start_method.empty()) w.field("start_method", p.start_method);
@@ -140,7 +140,7 @@ void write_processes(JsonWriter& w, const Run& run) {
     w.field("busy_pct", 100.0 * share(static_cast<int64_t>(p.busy_s * 1e9), static_cast<int64_t>(p.wall_s * 1e9)));
     w.key("cpu_s");
     p.cpu_s < 0 ? w.null() : w.value(p.cpu_s);
-    if (p.role != "main") {
+    if (p.role != ProcessRole::kMain) {
       w.field("batches", p.batches);
       w.key("mean_batch_ms");
       p.batches == 0 ? w.null() : w.value(1e3 * p.busy_s / static_cast<double>(p.batches));

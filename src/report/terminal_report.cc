@@ -56,12 +56,12 @@ void environment(std::string& out, const Run& run) {
 // workers together.
 void worker_processes(std::string& out, const Run& run) {
   size_t n = 0;
-  for (const auto& p : run.processes) n += p.role != "main";
+  for (const auto& p : run.processes) n += p.role != ProcessRole::kMain;
   if (n == 0) return;
   appendf(out, "\nDataLoader worker processes: %zu profiled (busy = producing batches: Dataset + collate)\n", n);
   out += "  worker      pid  start   batches  ms/batch   busy %   CPU s  hottest function\n";
   for (const auto& p : run.processes) {
-    if (p.role == "main") continue;
+    if (p.role == ProcessRole::kMain) continue;
     const double busy = p.wall_s > 0 ? 100.0 * p.busy_s / p.wall_s : 0.0;
     appendf(out, "  %6lld %8lld  %-6s %7llu %9.2f %8.1f %7.2f  %s\n", static_cast<long long>(p.worker_id),
             static_cast<long long>(p.pid), p.start_method.c_str(), static_cast<unsigned long long>(p.batches),
@@ -204,22 +204,24 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   const Summary& s = analysis.summary;
   std::string out;
   out += "==================================== torchneck ====================================\n";
-  if (run.run.ending == "trace") {
+  const EndingKind ending = run.run.ending.kind;
+  const char* python_mode = to_string(run.run.python_mode);
+  if (ending == EndingKind::kIngestedTrace) {
     appendf(out, "Trace: %s — %.3f s of profile (torch.profiler / Kineto)\n", run.run.script.c_str(), run.run.wall_s);
-  } else if (run.run.ending == "still running") {
+  } else if (ending == EndingKind::kStillRunning) {
     // A periodic spill, read back by `torchneck report` after the process
     // vanished without a word (kill -9, out-of-memory killer, power).
     appendf(out, "Run: %s — no final report: the process ended without one (killed, e.g. kill -9 or the OOM killer)\n",
             run.run.script.c_str());
     appendf(out, "     this report is the last periodic spill, %.2f s into the run; Python profile: %s\n",
-            run.run.wall_s, run.run.python_mode.c_str());
-  } else if (run.run.ending.rfind("fatal signal", 0) == 0) {
+            run.run.wall_s, python_mode);
+  } else if (ending == EndingKind::kFatalSignal) {
     appendf(out, "Run: %s — died by %s after %.2f s (exit status %d), Python profile: %s\n", run.run.script.c_str(),
-            run.run.ending.c_str() + 13, run.run.wall_s, run.run.exit_code, run.run.python_mode.c_str());
+            to_string(run.run.ending).substr(13).c_str(), run.run.wall_s, run.run.exit_code, python_mode);
   } else {
     appendf(out, "Run: %s — exit status %d%s%s, %.2f s wall, Python profile: %s\n", run.run.script.c_str(),
-            run.run.exit_code, run.run.ending == "finished" ? "" : ", ",
-            run.run.ending == "finished" ? "" : run.run.ending.c_str(), run.run.wall_s, run.run.python_mode.c_str());
+            run.run.exit_code, ending == EndingKind::kFinished ? "" : ", ",
+            ending == EndingKind::kFinished ? "" : to_string(run.run.ending).c_str(), run.run.wall_s, python_mode);
   }
   verdict_and_findings(out, analysis.diagnosis);
   step_breakdown(out, analysis.steps);
@@ -228,9 +230,9 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   if (analysis.gpu.empty()) environment(out, run);
   for (const auto& g : analysis.gpu) out += gpu_terminal_section(g, 10);
   worker_processes(out, run);
-  if (run.run.python_mode != "off") {
+  if (run.run.python_mode != PythonMode::kOff) {
     section(out, "");
-    if (run.run.python_mode == "trace") python_traced(out, run, s, o.cwd);
+    if (run.run.python_mode == PythonMode::kTrace) python_traced(out, run, s, o.cwd);
     else python_sampled(out, run, s, o.cwd);
   }
   section(out, "");
@@ -261,7 +263,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     file("stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg");
     file("profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app");
     file("profile.json", "machine-readable profile (schema torchneck.profile/1)");
-    if (run.run.python_mode == "trace") file("python.pstats", "python3 -m pstats FILE (or snakeviz FILE)");
+    if (run.run.python_mode == PythonMode::kTrace) file("python.pstats", "python3 -m pstats FILE (or snakeviz FILE)");
     file("report.txt", "this report");
   }
   return out;

@@ -482,7 +482,7 @@ std::vector<std::string> TraceBuilder::metadata_events() const {
   }
   procs[main_pid] = {main_name + " (main)", 0};
   for (const ProcessInfo& p : run.processes) {
-    if (p.role != "dataloader_worker") continue;
+    if (p.role != ProcessRole::kDataLoaderWorker) continue;
     procs.emplace(p.pid, std::make_pair("DataLoader worker " + std::to_string(p.worker_id) + " (pid " + std::to_string(p.pid) +
                                             (p.start_method.empty() ? "" : ", " + p.start_method) + ")",
                                         10 + p.worker_id));
@@ -528,7 +528,7 @@ std::string TraceBuilder::other_data(size_t steps_in_window, bool limited, size_
   w.field("tool", "torchneck");
   w.field("format", "torchneck.trace/1");
   w.field("script", run.run.script);
-  w.field("python_mode", run.run.python_mode);
+  w.field("python_mode", to_string(run.run.python_mode));
   w.field("ts_base_ns", base);
   w.field("time", "ts and dur are microseconds since ts_base_ns on the run's monotonic clock (trace time for analyze)");
   w.key("window").begin_object();

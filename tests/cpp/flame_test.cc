@@ -164,7 +164,7 @@ TEST(FlameJoin, EventsThatDoNotNestCountTheirUnionOnce) {
 
 TEST(FlameJoin, TracedCallsAndOperatorsNestByTime) {
   torchneck::Run r;
-  r.run.python_mode = "trace";
+  r.run.python_mode = torchneck::PythonMode::kTrace;
   r.threads = {{7, "MainThread"}};
   r.python = {fn("main", "m.py", 1), fn("step", "m.py", 5)};
   r.strings = {"aten::mm"};

@@ -71,7 +71,7 @@ DiagnosisInput load_input(const json& j) {
   if (j.contains("workers")) {
     for (const json& w : j.at("workers")) {
       ProcessInfo p;
-      p.role = "dataloader_worker";
+      p.role = ProcessRole::kDataLoaderWorker;
       p.wall_s = w.at("wall_s");
       p.busy_s = w.at("busy_s");
       p.batches = w.at("batches");

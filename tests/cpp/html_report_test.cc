@@ -82,7 +82,7 @@ TEST(HtmlReport, CspNamesTheInlineScriptByItsHash) {
 Run long_run(size_t steps) {
   Run run;
   run.run.script = "train.py";
-  run.run.python_mode = "sample";
+  run.run.python_mode = PythonMode::kSample;
   run.threads = {{1, "MainThread"}};
   auto id = [&](const std::string& s) {
     run.strings.push_back(s);

@@ -26,7 +26,7 @@ OpStats op(const std::string& name, OpKind kind, uint64_t calls, int64_t self_ns
 torchneck::Run sample_run() {
   torchneck::Run run;
   run.run.script = "train.py";
-  run.run.python_mode = "trace";
+  run.run.python_mode = torchneck::PythonMode::kTrace;
   run.ops.push_back(op("aten::addmm", OpKind::kOperator, 10, 6'000'000, 7'000'000));
   run.ops.push_back(op("aten::relu", OpKind::kOperator, 10, 2'000'000, 2'000'000));
   run.ops.push_back(op("AddmmBackward0", OpKind::kBackward, 10, 1'000'000, 9'000'000));
@@ -105,7 +105,7 @@ TEST(JsonWriter, NestingAndCommas) {
 
 TEST(ProfileJson, CarriesSchemaAndSampleModeHasNoCallCounts) {
   torchneck::Run run = sample_run();
-  run.run.python_mode = "sample";
+  run.run.python_mode = torchneck::PythonMode::kSample;
   const std::string j = profile_json(run, analyze(run, SummaryOptions{}));
   EXPECT_NE(j.find("\"schema\": \"torchneck.profile/1\""), std::string::npos);
   EXPECT_NE(j.find("\"calls\": null"), std::string::npos);

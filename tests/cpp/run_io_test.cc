@@ -2,6 +2,7 @@
 // file is an error naming a byte offset, never a crash.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -21,8 +22,8 @@ Run full_run() {
   r.run.exit_code = 139;
   r.run.wall_s = 12.5;
   r.run.main_thread_cpu_s = 11.25;
-  r.run.python_mode = "trace";
-  r.run.ending = "fatal signal SIGSEGV";
+  r.run.python_mode = PythonMode::kTrace;
+  r.run.ending = RunEnding{EndingKind::kFatalSignal, SIGSEGV};
   r.run.start_unix_s = 1.7e9;
   r.env.python = "3.11.2";
   r.env.torch = "2.6.0";
@@ -98,7 +99,7 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   // THEN encoding it again gives the same bytes, and what the analysis and
   // the JSON report see is the same
   EXPECT_EQ(encode_run(after), bytes);
-  EXPECT_EQ(after.run.ending, "fatal signal SIGSEGV");
+  EXPECT_EQ(to_string(after.run.ending), "fatal signal SIGSEGV");
   EXPECT_EQ(after.env.dataloaders.at(0).created_at, "train.py:40");
   EXPECT_EQ(after.python.at(1).callers.at(0).calls, 4u);
   EXPECT_EQ(after.timeline.at(1).kind, OpKind::kBackward);

@@ -361,12 +361,12 @@ TEST(TraceJson, ProcessesAreNamedWorkersIncluded) {
   rb.event("aten::mm", OpKind::kOperator, 0, 10);
   ProcessInfo main;
   main.pid = 4000;
-  main.role = "main";
+  main.role = ProcessRole::kMain;
   rb.run.processes.push_back(main);
   for (int w = 0; w < 2; ++w) {
     ProcessInfo p;
     p.pid = 4001 + w;
-    p.role = "dataloader_worker";
+    p.role = ProcessRole::kDataLoaderWorker;
     p.worker_id = w;
     p.start_method = "fork";
     rb.run.processes.push_back(p);

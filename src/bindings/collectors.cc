@@ -1,0 +1,114 @@
+#include "bindings/collectors.h"
+
+#include "collect/python/module_scopes.h"
+#include "collect/python/sampler.h"
+#include "collect/python/tracer.h"
+#include "collect/torch/op_observer.h"
+
+namespace torchneck {
+namespace {
+
+// torch operators, backward nodes and user scopes (RecordFunction).
+class OpCollector final : public Collector {
+ public:
+  explicit OpCollector(const CollectorOptions& o) {
+    options_.timeline_events_per_thread = o.timeline_events_per_thread;
+    options_.shape_sample_prob = o.shape_sample_prob;
+  }
+  const char* name() const override { return "operator observer"; }
+  bool python_side() const override { return false; }
+  bool start(std::string* error) override { return start_op_observer(options_, error); }
+  void stop() override { stop_op_observer(); }
+  bool snapshot(Run& run, int64_t wait_ns) override { return snapshot_op_observer(run, wait_ns); }
+  void collect(Run& run) override { collect_op_observer(run); }
+  void discard() override { discard_op_observer(); }
+
+ private:
+  OpObserverOptions options_;
+};
+
+// nn.Module scopes: without them the layers table and the forward phase are
+// missing, and the rest of the profile stands.
+class ModuleScopeCollector final : public Collector {
+ public:
+  const char* name() const override { return "nn.Module scopes"; }
+  bool required() const override { return false; }
+  bool python_side() const override { return true; }
+  bool start(std::string* error) override { return start_module_scopes(ModuleScopeOptions{}, error); }
+  void stop() override { stop_module_scopes(); }
+  bool snapshot(Run& run, int64_t) override {
+    snapshot_module_scopes(run);
+    return true;
+  }
+  void collect(Run& run) override { collect_module_scopes(run); }
+  void discard() override {
+    stop_module_scopes();
+    Run dropped;
+    collect_module_scopes(dropped);
+  }
+};
+
+class SamplerCollector final : public Collector {
+ public:
+  explicit SamplerCollector(const CollectorOptions& o) {
+    options_.hz = o.sample_hz;
+    options_.timeline_samples = o.timeline_events_per_thread;  // --timeline-events bounds samples too
+  }
+  const char* name() const override { return "Python sampler"; }
+  bool python_side() const override { return true; }
+  bool start(std::string* error) override { return start_sampler(options_, error); }
+  void stop() override { stop_sampler(); }
+  bool snapshot(Run& run, int64_t) override {
+    snapshot_sampler(run);
+    return true;
+  }
+  void collect(Run& run) override { collect_sampler(run); }
+  void discard() override {
+    stop_sampler();
+    Run dropped;
+    collect_sampler(dropped);
+  }
+
+ private:
+  SamplerOptions options_;
+};
+
+class TracerCollector final : public Collector {
+ public:
+  explicit TracerCollector(const CollectorOptions& o) {
+    options_.timeline_events_per_thread = o.timeline_events_per_thread;
+  }
+  const char* name() const override { return "Python tracer"; }
+  bool python_side() const override { return true; }
+  bool start(std::string* error) override { return start_tracer(options_, error); }
+  void stop() override { stop_tracer(); }
+  bool snapshot(Run& run, int64_t) override {
+    snapshot_tracer(run);
+    return true;
+  }
+  void collect(Run& run) override { collect_tracer(run); }
+  void discard() override {
+    stop_tracer();
+    Run dropped;
+    collect_tracer(dropped);
+  }
+
+ private:
+  TracerOptions options_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& o) {
+  std::vector<std::unique_ptr<Collector>> list;
+  if (o.ops) list.push_back(std::make_unique<OpCollector>(o));
+  if (o.modules) list.push_back(std::make_unique<ModuleScopeCollector>());
+  switch (o.python_mode) {
+    case PythonMode::kSample: list.push_back(std::make_unique<SamplerCollector>(o)); break;
+    case PythonMode::kTrace: list.push_back(std::make_unique<TracerCollector>(o)); break;
+    case PythonMode::kOff: break;
+  }
+  return list;
+}
+
+}  // namespace torchneck

@@ -1,0 +1,28 @@
+// The collectors of a live run, chosen once from the session's options, as
+// Collector implementations (collect/collector.h) over the existing
+// start/stop/snapshot/collect functions of each.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "collect/collector.h"
+#include "model/run_enums.h"
+
+namespace torchneck {
+
+struct CollectorOptions {
+  PythonMode python_mode = PythonMode::kSample;
+  double sample_hz = 200.0;
+  bool ops = true;
+  bool modules = true;  // nn.Module scopes for layers and the forward phase
+  size_t timeline_events_per_thread = size_t{1} << 19;
+  double shape_sample_prob = 0.05;
+};
+
+// In start order (collect/collector.h): the operator observer, the module
+// scopes, then the Python sampler or tracer.
+std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& options);
+
+}  // namespace torchneck

@@ -1,0 +1,99 @@
+#include "bindings/facts.h"
+
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+namespace py = pybind11;
+
+namespace torchneck {
+
+void bind_facts(py::module_& m) {
+  py::enum_<PythonMode>(m, "PythonMode")
+      .value("sample", PythonMode::kSample)
+      .value("trace", PythonMode::kTrace)
+      .value("off", PythonMode::kOff);
+  py::enum_<ProcessRole>(m, "ProcessRole")
+      .value("main", ProcessRole::kMain)
+      .value("dataloader_worker", ProcessRole::kDataLoaderWorker);
+  py::enum_<EndingKind>(m, "Ending")
+      .value("finished", EndingKind::kFinished)
+      .value("sys_exit", EndingKind::kSysExit)
+      .value("exception", EndingKind::kException)
+      .value("keyboard_interrupt", EndingKind::kKeyboardInterrupt)
+      .value("sigterm", EndingKind::kSigterm)
+      .value("os_exit", EndingKind::kOsExit)
+      .value("fatal_signal", EndingKind::kFatalSignal)
+      .value("still_running", EndingKind::kStillRunning)
+      .value("trace", EndingKind::kIngestedTrace);
+
+  py::class_<RunInfo>(m, "RunInfo")
+      .def(py::init<>())
+      .def_readwrite("script", &RunInfo::script)
+      .def_readwrite("argv", &RunInfo::argv)
+      .def_readwrite("exit_code", &RunInfo::exit_code)
+      .def_readwrite("wall_s", &RunInfo::wall_s)
+      .def_readwrite("main_thread_cpu_s", &RunInfo::main_thread_cpu_s)
+      .def_readwrite("main_thread_runqueue_s", &RunInfo::main_thread_runqueue_s)
+      .def_readwrite("start_unix_s", &RunInfo::start_unix_s)
+      .def_property(
+          "ending", [](const RunInfo& r) { return r.ending.kind; },
+          [](RunInfo& r, EndingKind kind) {
+            // Only the crash handler knows which signal; Python never sees it.
+            if (kind == EndingKind::kFatalSignal) throw py::value_error("a fatal-signal ending is set by the crash handler");
+            r.ending = RunEnding{kind, 0};
+          });
+
+  py::class_<DataLoaderFacts>(m, "DataLoaderFacts")
+      .def(py::init<>())
+      .def_readwrite("num_workers", &DataLoaderFacts::num_workers)
+      .def_readwrite("batch_size", &DataLoaderFacts::batch_size)
+      .def_readwrite("pin_memory", &DataLoaderFacts::pin_memory)
+      .def_readwrite("persistent_workers", &DataLoaderFacts::persistent_workers)
+      .def_readwrite("prefetch_factor", &DataLoaderFacts::prefetch_factor)
+      .def_readwrite("dataset_type", &DataLoaderFacts::dataset_type)
+      .def_readwrite("created_at", &DataLoaderFacts::created_at);
+
+  py::class_<OptimizerFacts>(m, "OptimizerFacts")
+      .def(py::init<>())
+      .def_readwrite("type", &OptimizerFacts::type)
+      .def_readwrite("param_tensors", &OptimizerFacts::param_tensors)
+      .def_readwrite("foreach", &OptimizerFacts::foreach);
+
+  // The lists are copied in and out (pybind11/stl.h): assign a whole list;
+  // env.dataloaders.append(x) would change a copy.
+  py::class_<EnvFacts>(m, "EnvFacts")
+      .def(py::init<>())
+      .def_readwrite("python", &EnvFacts::python)
+      .def_readwrite("torch", &EnvFacts::torch)
+      .def_readwrite("cpu_cores", &EnvFacts::cpu_cores)
+      .def_readwrite("torch_threads", &EnvFacts::torch_threads)
+      .def_readwrite("cuda", &EnvFacts::cuda)
+      .def_readwrite("dataloaders", &EnvFacts::dataloaders)
+      .def_readwrite("optimizers", &EnvFacts::optimizers);
+
+  // The fields Python knows; op_calls, python_samples and top_functions are
+  // filled when the workers are merged (model/processes.cc).
+  py::class_<ProcessInfo>(m, "ProcessInfo")
+      .def(py::init<>())
+      .def_readwrite("pid", &ProcessInfo::pid)
+      .def_readwrite("role", &ProcessInfo::role)
+      .def_readwrite("worker_id", &ProcessInfo::worker_id)
+      .def_readwrite("start_method", &ProcessInfo::start_method)
+      .def_readwrite("wall_s", &ProcessInfo::wall_s)
+      .def_readwrite("busy_s", &ProcessInfo::busy_s)
+      .def_readwrite("cpu_s", &ProcessInfo::cpu_s)
+      .def_readwrite("batches", &ProcessInfo::batches)
+      .def_readwrite("batch_ns_max", &ProcessInfo::batch_ns_max);
+
+  py::class_<RunFacts>(m, "RunFacts")
+      .def(py::init<>())
+      .def_readwrite("run", &RunFacts::run)
+      .def_readwrite("env", &RunFacts::env)
+      .def_readwrite("notes", &RunFacts::notes)
+      .def_readwrite("thread_names", &RunFacts::thread_names)
+      .def_readwrite("main_tid", &RunFacts::main_tid)
+      .def_readwrite("process", &RunFacts::process);
+}
+
+}  // namespace torchneck

@@ -1,0 +1,111 @@
+#include "model/run_enums.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace torchneck {
+namespace {
+
+struct Named {
+  int value;
+  const char* name;
+};
+
+// One table per enum: to_string and from_string read the same one, so the
+// two cannot disagree.
+constexpr Named kPythonModes[] = {
+    {static_cast<int>(PythonMode::kSample), "sample"},
+    {static_cast<int>(PythonMode::kTrace), "trace"},
+    {static_cast<int>(PythonMode::kOff), "off"},
+};
+
+constexpr Named kProcessRoles[] = {
+    {static_cast<int>(ProcessRole::kMain), "main"},
+    {static_cast<int>(ProcessRole::kDataLoaderWorker), "dataloader_worker"},
+};
+
+constexpr Named kEndings[] = {
+    {static_cast<int>(EndingKind::kFinished), "finished"},
+    {static_cast<int>(EndingKind::kSysExit), "sys.exit"},
+    {static_cast<int>(EndingKind::kException), "exception"},
+    {static_cast<int>(EndingKind::kKeyboardInterrupt), "KeyboardInterrupt"},
+    {static_cast<int>(EndingKind::kSigterm), "SIGTERM"},
+    {static_cast<int>(EndingKind::kOsExit), "os._exit"},
+    {static_cast<int>(EndingKind::kStillRunning), "still running"},
+    {static_cast<int>(EndingKind::kIngestedTrace), "trace"},
+};
+constexpr std::string_view kFatalPrefix = "fatal signal ";
+
+constexpr Named kSignals[] = {
+    {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},
+    {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},
+};
+
+template <size_t N>
+const char* name_of(const Named (&table)[N], int value) {
+  for (const auto& n : table)
+    if (n.value == value) return n.name;
+  return nullptr;
+}
+
+template <size_t N>
+int value_of(const Named (&table)[N], std::string_view s, const char* what) {
+  for (const auto& n : table)
+    if (s == n.name) return n.value;
+  std::string accepted;
+  for (const auto& n : table) accepted += (accepted.empty() ? "" : ", ") + std::string(n.name);
+  throw std::invalid_argument("unknown " + std::string(what) + " \"" + std::string(s) + "\" (expected one of: " +
+                              accepted + ")");
+}
+
+}  // namespace
+
+const char* to_string(PythonMode mode) {
+  const char* name = name_of(kPythonModes, static_cast<int>(mode));
+  return name != nullptr ? name : "?";
+}
+
+PythonMode python_mode_from_string(std::string_view s) {
+  return static_cast<PythonMode>(value_of(kPythonModes, s, "Python mode"));
+}
+
+const char* to_string(ProcessRole role) {
+  const char* name = name_of(kProcessRoles, static_cast<int>(role));
+  return name != nullptr ? name : "?";
+}
+
+ProcessRole process_role_from_string(std::string_view s) {
+  return static_cast<ProcessRole>(value_of(kProcessRoles, s, "process role"));
+}
+
+const char* fatal_signal_name(int signal) { return name_of(kSignals, signal); }
+
+std::string to_string(const RunEnding& ending) {
+  if (ending.kind == EndingKind::kFatalSignal) {
+    const char* name = fatal_signal_name(ending.signal);
+    return std::string(kFatalPrefix) + (name != nullptr ? name : std::to_string(ending.signal));
+  }
+  const char* name = name_of(kEndings, static_cast<int>(ending.kind));
+  return name != nullptr ? name : "?";
+}
+
+RunEnding run_ending_from_string(std::string_view s) {
+  if (s.substr(0, kFatalPrefix.size()) == kFatalPrefix) {
+    const std::string sig(s.substr(kFatalPrefix.size()));
+    for (const auto& n : kSignals)
+      if (sig == n.name) return RunEnding{EndingKind::kFatalSignal, n.value};
+    char* end = nullptr;
+    const long number = std::strtol(sig.c_str(), &end, 10);
+    if (!sig.empty() && *end == '\0' && number > 0 && number < 128)
+      return RunEnding{EndingKind::kFatalSignal, static_cast<int>(number)};
+    throw std::invalid_argument("unknown signal in run ending \"" + std::string(s) + "\"");
+  }
+  try {
+    return RunEnding{static_cast<EndingKind>(value_of(kEndings, s, "run ending")), 0};
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(e.what()) + " or \"fatal signal NAME\"");
+  }
+}
+
+}  // namespace torchneck
