@@ -21,7 +21,7 @@ DataLoaderFacts loader(int64_t workers, bool persistent) {
   return d;
 }
 
-// `processes` worker processes, each 2 s long with 50 batches.
+// `processes` worker processes, each 2 s long, busy 1 s producing 50 batches.
 DiagnosisInput run_with(std::vector<DataLoaderFacts> loaders, int processes, const std::string& start = "fork") {
   DiagnosisInput in;
   in.env.dataloaders = std::move(loaders);
@@ -60,6 +60,7 @@ TEST(DataLoaderRespawn, FiresFromOneRestartOfTheLoadersWorkers) {
   EXPECT_NE(f[0].evidence[0].find("train.py:31"), std::string::npos) << f[0].evidence[0];
   EXPECT_NE(f[0].evidence[1].find("2000 ms and produced 50 batches"), std::string::npos) << f[0].evidence[1];
   EXPECT_NE(f[0].recommendation.find("persistent_workers=True"), std::string::npos);
+  // no steps: no epoch's first batch to measure
   EXPECT_FALSE(f[0].estimated_gain_pct.has_value());
   EXPECT_FALSE(f[0].gain_arithmetic.empty());
 }
@@ -67,8 +68,58 @@ TEST(DataLoaderRespawn, FiresFromOneRestartOfTheLoadersWorkers) {
 TEST(DataLoaderRespawn, MediumWhenWorkersStartFromScratch) {
   const std::vector<Finding> f = respawn(run_with({loader(2, false)}, 4, "spawn"));
   ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].estimated_gain_pct.has_value());  // medium by the start method alone
   EXPECT_EQ(f[0].severity, Severity::kMedium);
   EXPECT_NE(f[0].evidence[1].find("spawn/forkserver"), std::string::npos) << f[0].evidence[1];
+}
+
+// 3 epochs of 4 steps: each step waits 1 ms for data and computes 2 ms; the
+// first step of the run waits 30 ms, the first of each later epoch `wait`.
+void three_epochs(DiagnosisInput& in, int64_t wait_ns) {
+  constexpr int64_t kMs = 1'000'000;
+  in.steps.median.ns[static_cast<int>(Phase::kData)] = 1 * kMs;
+  int64_t t = 0;
+  for (int i = 0; i < 12; ++i) {
+    Step st;
+    const int64_t data = i == 0 ? 30 * kMs : i % 4 == 0 ? wait_ns : 1 * kMs;
+    st.breakdown.ns[static_cast<int>(Phase::kData)] = data;
+    st.breakdown.ns[static_cast<int>(Phase::kForward)] = 2 * kMs;
+    st.start_ns = t;
+    st.end_ns = t += data + 2 * kMs;
+    in.steps.steps.push_back(st);
+  }
+}
+
+TEST(DataLoaderRespawn, TheGainIsTheEpochsFirstWaitsBeyondABatch) {
+  // GIVEN 2 fork workers started 3 times (6 processes, 50 batches in 1 s
+  // each: 20 ms a batch), the epochs after the first waiting 40 ms for
+  // their first batch
+  DiagnosisInput in = run_with({loader(2, false)}, 6);
+  three_epochs(in, 40'000'000);
+  const std::vector<Finding> f = respawn(in);
+  ASSERT_EQ(f.size(), 1u);
+  // THEN (40 - 20) ms x 2 restarts = 40 ms of 30+2 + 2 x (40+2) + 9 x 3 =
+  // 143 ms of steps: 28.0 %, worth a medium even with cheap fork starts
+  ASSERT_TRUE(f[0].estimated_gain_pct.has_value()) << f[0].gain_arithmetic;
+  EXPECT_NEAR(*f[0].estimated_gain_pct, 100.0 * 40 / 143, 1e-9);
+  EXPECT_EQ(f[0].severity, Severity::kMedium);
+  EXPECT_NE(f[0].evidence[2].find("2 epochs after the first waited 40.0 ms"), std::string::npos) << f[0].evidence[2];
+  // WHEN the restarts cost little: (22 - 20) x 2 = 4 ms of 107 ms, 3.7 %
+  in.steps.steps.clear();
+  three_epochs(in, 22'000'000);
+  const std::vector<Finding> cheap = respawn(in);
+  ASSERT_EQ(cheap.size(), 1u);
+  ASSERT_TRUE(cheap[0].estimated_gain_pct.has_value());
+  EXPECT_NEAR(*cheap[0].estimated_gain_pct, 100.0 * 4 / 107, 1e-9);
+  EXPECT_EQ(cheap[0].severity, Severity::kLow);
+  // WHEN the waits are no longer than a batch's production: nothing measured
+  in.steps.steps.clear();
+  three_epochs(in, 15'000'000);
+  ASSERT_EQ(respawn(in).size(), 1u);
+  EXPECT_FALSE(respawn(in)[0].estimated_gain_pct.has_value());
+  // WHEN steps were lost from the window: not estimated
+  in.steps.timeline_truncated = true;
+  EXPECT_FALSE(respawn(in)[0].estimated_gain_pct.has_value());
 }
 
 TEST(DataLoaderRespawn, NotForPersistentWorkersOrNoWorkers) {
