@@ -61,7 +61,7 @@ Finding make_finding(FindingId id);
 std::string findings_markdown();
 
 // The one way findings write their numbers.
-std::string fmt_ms(int64_t ns);        // "12.3 ms" (3 significant digits, whole ms from 100)
+std::string fmt_ms(int64_t ns);        // "1.16 ms", "12.3 ms", "178 ms": two decimals below 10, whole from 100
 std::string fmt_pct(double fraction);  // "42.5 %"
 
 }  // namespace torchneck
