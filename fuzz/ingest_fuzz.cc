@@ -23,7 +23,7 @@ void fail(const char* what, const std::string& detail = {}) {
 
 void check(const torchneck::kineto::Trace& t) {
   using torchneck::kineto::Event;
-  if (t.path != "fuzz.json") fail("path");
+  if (t.source != "fuzz.json") fail("path");
   const Event* prev = nullptr;
   for (const Event& e : t.events) {
     if (e.name >= t.names.size()) fail("name index out of range");

@@ -16,7 +16,7 @@ SECONDS_TO_RUN=${FUZZ_SECONDS:-30}
 OUT=${FUZZ_BUILD:-build/fuzz}
 CXX=${CLANGXX:-clang++}
 BIN=$OUT/ingest_fuzz
-SRCS="src/ingest/kineto_json.cc src/ingest/exact_times.cc src/ingest/trace_file.cc src/core/big_memory.cc src/core/files.cc fuzz/ingest_fuzz.cc"
+SRCS="src/ingest/kineto_json.cc src/model/activity.cc src/ingest/exact_times.cc src/ingest/trace_file.cc src/core/big_memory.cc src/core/files.cc fuzz/ingest_fuzz.cc"
 DEPS="$SRCS src/ingest/kineto_json.h src/ingest/kineto_parser.h src/ingest/kineto_trace.h src/ingest/exact_times.h src/ingest/trace_file.h src/core/big_memory.h src/core/files.h src/core/timing.h fuzz/run.sh"
 
 if ! command -v "$CXX" >/dev/null; then

@@ -26,24 +26,6 @@
 
 namespace torchneck::kineto {
 
-const char* cat_name(Cat c) {
-  switch (c) {
-    case Cat::kCpuOp: return "cpu_op";
-    case Cat::kUserAnnotation: return "user_annotation";
-    case Cat::kGpuUserAnnotation: return "gpu_user_annotation";
-    case Cat::kKernel: return "kernel";
-    case Cat::kMemcpy: return "gpu_memcpy";
-    case Cat::kMemset: return "gpu_memset";
-    case Cat::kRuntime: return "cuda_runtime";
-    case Cat::kDriver: return "cuda_driver";
-    case Cat::kSync: return "cuda_sync";
-    case Cat::kPythonFunction: return "python_function";
-    case Cat::kTrace: return "Trace";
-    case Cat::kOther: return "other";
-  }
-  return "other";
-}
-
 namespace {
 
 using namespace parser;  // NOLINT: the parser is this file's own internals
@@ -246,7 +228,7 @@ struct NotWhole {};
 Trace parse_padded(BigBytes& json, const std::string& path, const std::function<void(size_t, size_t)>& progress,
                    detail::TextArrival* arriving = nullptr) {
   Trace t;
-  t.path = path;
+  t.source = path;
   detail::ScannedTimes scanned = detail::scan_times(json.data(), json.size(), parallel_min_bytes, arriving);
   if (arriving != nullptr && !arriving->finish()) throw NotWhole{};
   const std::vector<ExactTime>& exact = scanned.times;
@@ -300,7 +282,7 @@ Trace parse_padded(BigBytes& json, const std::string& path, const std::function<
       if (!in_two) {
         p.reset();
         t = Trace();
-        t.path = path;
+        t.source = path;
       }
     }
     if (!in_two) {

@@ -374,7 +374,7 @@ class Parser {
       f.tid = e.tid;
       t_.flows.push_back(f);
     } else if (ph == "i" && name == "[memory]" && have_args) {
-      memory(arg_object);
+      memory(arg_object, e.ts_ns);
     } else if (ph == "M" && have_args) {
       for (auto [k, v] : arg_object)
         if (k == "name" && v.is_string()) meta_name = v.get_string().value_unsafe();
@@ -391,7 +391,7 @@ class Parser {
   }
 
   struct MemoryEvent {
-    int64_t type, device, bytes, allocated, reserved;
+    int64_t ts_ns, type, device, bytes, allocated, reserved;
   };
   struct MetaEvent {
     bool process;
@@ -399,7 +399,7 @@ class Parser {
     std::string name;
   };
 
-  void memory(dom::object a) {
+  void memory(dom::object a, int64_t ts_ns) {
     int64_t type = -1, device = -1, bytes = 0, allocated = -1, reserved = -1;
     for (auto [k, v] : a) {
       if (!v.is_number()) continue;
@@ -409,12 +409,12 @@ class Parser {
       else if (k == "Total Allocated") allocated = as_int(v);
       else if (k == "Total Reserved") reserved = as_int(v);
     }
-    if (later_) later_memory_.push_back({type, device, bytes, allocated, reserved});
-    else apply_memory({type, device, bytes, allocated, reserved});
+    if (later_) later_memory_.push_back({ts_ns, type, device, bytes, allocated, reserved});
+    else apply_memory({ts_ns, type, device, bytes, allocated, reserved});
   }
 
   void apply_memory(const MemoryEvent& x) {
-    const auto [type, device, bytes, allocated, reserved] = x;
+    const auto [ts_ns, type, device, bytes, allocated, reserved] = x;
     if (type != 1 || device < 0) return;  // c10::DeviceType CUDA (ROCm reports as CUDA)
     MemoryUse& m = t_.device_memory[device];
     ++m.events;
@@ -426,6 +426,16 @@ class Parser {
     } else if (!m.has_totals) {
       m.peak_allocated = std::max(m.peak_allocated, m.running);
     }
+    // The allocated memory over time, as a counter: the total where the
+    // trace gives it, else the running sum (relative to the trace's start).
+    CounterSeries* c = nullptr;
+    for (CounterSeries& x : t_.counters)
+      if (x.device == device) c = &x;
+    if (c == nullptr) {
+      t_.counters.push_back({"device memory allocated (bytes)", device, {}});
+      c = &t_.counters.back();
+    }
+    c->samples.push_back({ts_ns, allocated >= 0 ? allocated : m.running});
   }
 
   void events(dom::array a) {
@@ -471,9 +481,9 @@ class Parser {
 
   void distributed(dom::object o) {
     for (auto [k, v] : o) {
-      if (k == "rank" && v.is_number()) t_.rank = as_int(v);
-      else if (k == "world_size" && v.is_number()) t_.world_size = as_int(v);
-      else if (k == "backend" && v.is_string()) t_.backend = std::string(v.get_string().value_unsafe());
+      if (k == "rank" && v.is_number()) t_.rank.rank = as_int(v);
+      else if (k == "world_size" && v.is_number()) t_.rank.world_size = as_int(v);
+      else if (k == "backend" && v.is_string()) t_.rank.backend = std::string(v.get_string().value_unsafe());
     }
   }
 

@@ -31,14 +31,21 @@ bool cpu_kind(const Event& e, std::string_view name, OpKind& kind) {
 
 }  // namespace
 
-Run run_from_trace(const kineto::Trace& trace) {
+Run run_of_trace(kineto::Trace&& trace) {
   Run run;
-  run.run.script = trace.path;
+  run.run.script = trace.source;
   run.run.python_mode = PythonMode::kOff;
   run.run.ending.kind = EndingKind::kIngestedTrace;
+  run.rank = std::move(trace.rank);
+  run.activities = std::move(static_cast<Activities&>(trace));
+  index_streams(run.activities);
+  run.env.cuda = !run.activities.streams.empty();
+  return run;
+}
+
+void add_cpu_side(Run& run) {
+  const Activities& trace = run.activities;
   run.strings = trace.names;
-  run.env.cuda = std::any_of(trace.events.begin(), trace.events.end(),
-                             [](const Event& e) { return kineto::is_gpu_work(e.cat); });
 
   // Threads: every (pid, tid) with CPU-side events, in order of appearance.
   std::map<std::pair<int64_t, int64_t>, uint32_t> thread_of;
@@ -115,6 +122,11 @@ Run run_from_trace(const kineto::Trace& trace) {
     merger.add(run.strings[ev.name_id], ev.kind, ev.thread_index, 1, self_of[i], ev.end_ns - ev.start_ns);
   }
   merger.finish(run.ops, 8);
+}
+
+Run run_from_trace(kineto::Trace&& trace) {
+  Run run = run_of_trace(std::move(trace));
+  add_cpu_side(run);
   return run;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/activity.h"
 #include "model/run_enums.h"
 #include "torchneck/records.h"
 
@@ -186,6 +187,11 @@ struct Run {
   // fetch(), see model/processes.cc) and torch operators (by name and kind).
   std::vector<PyFunctionStats> worker_python;
   std::vector<OpStats> worker_ops;
+  // Who the run is in a distributed job (-1s when it is not, or unknown).
+  RankInfo rank;
+  // Device work and the host activity around it (model/activity.h): a
+  // Kineto trace's, or a live run's GPU window; empty on a CPU-only run.
+  Activities activities;
 };
 
 }  // namespace torchneck

@@ -347,7 +347,7 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
   b.add_modules();
   b.add_python_frames();
   b.add_samples();
-  if (o.kineto != nullptr) b.add_gpu(*o.kineto);
+  if (b.activities != nullptr) b.add_gpu(*b.activities);
   b.apply_cap();
   timing_phase("trace.json: slices", 2);
   b.clamped = nest(b.slices);

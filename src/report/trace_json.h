@@ -24,7 +24,6 @@
 #include <string_view>
 
 #include "analyze/analysis.h"
-#include "ingest/kineto_trace.h"
 #include "model/run.h"
 
 namespace torchneck {
@@ -40,15 +39,14 @@ struct TraceJsonOptions {
   size_t max_events = 250000;
   // Names longer than this are cut (some C++ kernel names run to kilobytes).
   size_t max_name_chars = 300;
-  // `torchneck analyze`: the trace the Run came from, for the GPU tracks and
-  // the CUDA runtime calls. Not owned; may be null.
-  const kineto::Trace* kineto = nullptr;
   // The main process's id when the Run does not say (no worker processes);
   // 0: unknown (then 1).
   int64_t pid = 0;
 };
 
-// Of `analysis` only `steps` is read (write_trace_json relies on it).
+// Of `analysis` only `steps` is read (write_trace_json relies on it). A run
+// with activities (Run::activities, from a Kineto trace) gets their GPU
+// tracks and CUDA runtime calls, and its threads their trace's processes.
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);
 // The same, handed to `sink` in pieces of about 256 KB as it is written, so a
 // large trace is never whole in memory (output_files streams it to disk).

@@ -42,7 +42,7 @@ struct Slice {
   bool clamped = false;  // its end was cut to its parent's (partial overlap)
   uint32_t depth = 0;
   Ref ref_kind = Ref::kNone;
-  size_t ref = 0;        // index into Run::timeline or kineto::Trace::events
+  size_t ref = 0;        // index into Run::timeline or Activities::events
   int64_t free_point = -1;  // an instant inside it that no child covers, -1 none
   // Its name, cut to options.max_name_chars: a view of the run's or the
   // trace's own strings, or of TraceBuilder::owned for a name made here.
@@ -68,7 +68,7 @@ struct TraceBuilder {
   void add_modules();
   void add_python_frames();
   void add_samples();
-  void add_gpu(const kineto::Trace& trace);
+  void add_gpu(const Activities& trace);
   void apply_cap();
   void add_flows();
   std::vector<std::string> metadata_events() const;
@@ -94,6 +94,8 @@ struct TraceBuilder {
   const Run& run;
   const Analysis& analysis;
   const TraceJsonOptions& options;
+  // The run's activities (a Kineto trace's), null when it has none.
+  const Activities* activities = nullptr;
   int64_t window_start = 0, window_end = 0;
   int64_t base = 0;  // ts 0 in the file
   int64_t main_pid = 1;

@@ -14,9 +14,9 @@ namespace torchneck::trace_detail {
 
 namespace {
 
-bool is_cpu_side(kineto::Cat c) {
-  return c == kineto::Cat::kCpuOp || c == kineto::Cat::kUserAnnotation || c == kineto::Cat::kRuntime ||
-         c == kineto::Cat::kPythonFunction;
+bool is_cpu_side(ActivityKind c) {
+  return c == ActivityKind::kCpuOp || c == ActivityKind::kUserAnnotation || c == ActivityKind::kRuntime ||
+         c == ActivityKind::kPythonFunction;
 }
 
 SliceCat cat_of(OpKind k) {
@@ -48,19 +48,20 @@ std::string thread_label(const Run& run, uint32_t t) {
 }  // namespace
 
 TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o)
-    : run(r), analysis(a), options(o) {
+    : run(r), analysis(a), options(o),
+      activities(r.activities.empty() && r.activities.source.empty() ? nullptr : &r.activities) {
   // One allocation for the slices: growing by doubling would move them all
   // several times, and touch fresh pages each time.
   size_t expected = run.timeline.size() + run.module_events.size() / 2 + run.py_frames.size() +
                     run.samples.size() + analysis.steps.steps.size() * 6 + 64;
-  if (o.kineto != nullptr) expected += o.kineto->events.size();
+  if (activities != nullptr) expected += activities->events.size();
   slices.reserve(std::min(expected, o.max_events + 1024));
   if (o.pid > 0) main_pid = o.pid;
   else if (!run.processes.empty() && run.processes.front().pid > 0) main_pid = run.processes.front().pid;
   // Kineto: each thread's process is the one its CPU events carry.
   std::unordered_map<int64_t, int64_t> pid_of_tid;
-  if (o.kineto != nullptr) {
-    for (const kineto::Event& e : o.kineto->events)
+  if (activities != nullptr) {
+    for (const Activity& e : activities->events)
       if (is_cpu_side(e.cat)) pid_of_tid.emplace(e.tid, e.pid);
   }
   std::set<std::pair<int64_t, int64_t>> used;
@@ -74,7 +75,7 @@ TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptio
     thread_pid.push_back(pid);
     thread_tid.push_back(tid);
   }
-  if (o.kineto != nullptr && run.main_thread < thread_pid.size()) main_pid = thread_pid[run.main_thread];
+  if (activities != nullptr && run.main_thread < thread_pid.size()) main_pid = thread_pid[run.main_thread];
 }
 
 int64_t TraceBuilder::pid_of(uint32_t t) const { return t < thread_pid.size() ? thread_pid[t] : main_pid; }
@@ -317,7 +318,7 @@ void TraceBuilder::add_samples() {
   }
 }
 
-void TraceBuilder::add_gpu(const kineto::Trace& trace) {
+void TraceBuilder::add_gpu(const Activities& trace) {
   gpu = true;
   std::set<std::pair<int64_t, int64_t>> cpu_tracks;
   for (size_t t = 0; t < thread_pid.size(); ++t) cpu_tracks.insert({thread_pid[t], thread_tid[t]});
@@ -339,15 +340,15 @@ void TraceBuilder::add_gpu(const kineto::Trace& trace) {
     return std::string(buf, p);
   };
   for (size_t i = 0; i < trace.events.size(); ++i) {
-    const kineto::Event& e = trace.events[i];
+    const Activity& e = trace.events[i];
     Slice s;
-    if (e.cat == kineto::Cat::kRuntime) {
+    if (e.cat == ActivityKind::kRuntime) {
       s.cat = SliceCat::kRuntime;
       s.pid = e.pid;
       s.tid = e.tid;
-    } else if (kineto::is_gpu_work(e.cat)) {
-      s.cat = e.cat == kineto::Cat::kKernel ? SliceCat::kKernel
-              : e.cat == kineto::Cat::kMemcpy ? SliceCat::kMemcpy : SliceCat::kMemset;
+    } else if (is_gpu_work(e.cat)) {
+      s.cat = e.cat == ActivityKind::kKernel ? SliceCat::kKernel
+              : e.cat == ActivityKind::kMemcpy ? SliceCat::kMemcpy : SliceCat::kMemset;
       s.pid = kGpuPidBase + (e.device >= 0 ? e.device : e.pid);
       s.tid = e.stream >= 0 ? e.stream : e.tid;
     } else {
@@ -372,14 +373,14 @@ void TraceBuilder::add_gpu(const kineto::Trace& trace) {
         const int64_t device = s.pid - kGpuPidBase;
         if (!process_names.count(s.pid)) {
           std::string dev_name;
-          for (const kineto::Device& d : trace.devices)
+          for (const DeviceInfo& d : trace.devices)
             if (d.id == device) dev_name = d.name;
           process_names[s.pid] = {"GPU " + std::to_string(device) + (dev_name.empty() ? "" : ": " + dev_name), 100 + device};
         }
         if (!track_names.count({s.pid, s.tid})) track_names[{s.pid, s.tid}] = {"stream " + std::to_string(s.tid), s.tid};
       }
     }
-    if (e.cat == kineto::Cat::kKernel) {
+    if (e.cat == ActivityKind::kKernel) {
       add_arg(a, "grid", three(e.grid));
       add_arg(a, "block", three(e.block));
       if (e.registers_per_thread >= 0) add_arg(a, "registers per thread", static_cast<int64_t>(e.registers_per_thread));
@@ -439,7 +440,7 @@ void TraceBuilder::add_flows() {
   // names the latest-starting forward op with that key (analyze/layers.cc).
   // A Kineto trace's forward ops carry no logical thread id: the sequence
   // number alone (one forward thread) serves there.
-  const bool by_seq_only = options.kineto != nullptr;
+  const bool by_seq_only = activities != nullptr;
   std::map<std::pair<uint64_t, int64_t>, size_t> creator;
   for (size_t i = 0; i < run.timeline.size(); ++i) {
     const OpEvent& e = run.timeline[i];
@@ -458,8 +459,8 @@ void TraceBuilder::add_flows() {
   }
   // CPU → GPU: a runtime call and the device work it launched share a
   // correlation id.
-  if (options.kineto != nullptr) {
-    const auto& events = options.kineto->events;
+  if (activities != nullptr) {
+    const auto& events = activities->events;
     std::unordered_map<int64_t, size_t> launch;
     for (size_t i = 0; i < slices.size(); ++i)
       if (slices[i].cat == SliceCat::kRuntime && events[slices[i].ref].correlation >= 0)
@@ -475,10 +476,10 @@ void TraceBuilder::add_flows() {
 
 std::vector<std::string> TraceBuilder::metadata_events() const {
   std::map<int64_t, std::pair<std::string, int64_t>> procs = process_names;
-  std::string main_name = options.kineto != nullptr ? "trace " + run.run.script : "python " + run.run.script;
-  if (options.kineto != nullptr) {
-    auto it = options.kineto->process_names.find(main_pid);
-    if (it != options.kineto->process_names.end() && !it->second.empty()) main_name = it->second + " (" + run.run.script + ")";
+  std::string main_name = activities != nullptr ? "trace " + run.run.script : "python " + run.run.script;
+  if (activities != nullptr) {
+    auto it = activities->process_names.find(main_pid);
+    if (it != activities->process_names.end() && !it->second.empty()) main_name = it->second + " (" + run.run.script + ")";
   }
   procs[main_pid] = {main_name + " (main)", 0};
   for (const ProcessInfo& p : run.processes) {

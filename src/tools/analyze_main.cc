@@ -25,6 +25,7 @@
 #include "core/timing.h"
 #include "ingest/kineto_json.h"
 #include "ingest/kineto_to_run.h"
+#include "model/run_set.h"
 #include "report/output_dir.h"
 #include "report/output_files.h"
 
@@ -172,7 +173,7 @@ int run(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = ::isatty(2) != 0;
   bool bar = false;
-  std::vector<kineto::Trace> traces;
+  std::vector<Run> ranks;
   for (size_t i = 0; i < files.size(); ++i) {
     auto progress = [&](size_t done, size_t total) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -184,7 +185,9 @@ int run(int argc, char** argv) {
                    std::string(static_cast<size_t>(filled), '#').c_str(), 100.0 * done / total);
     };
     try {
-      traces.push_back(kineto::load_trace(files[i], progress));
+      // Activities and rank only: the CPU side of the first rank is filled
+      // below, while the GPU analyses run.
+      ranks.push_back(run_of_trace(kineto::load_trace(files[i], progress)));
     } catch (...) {
       remove_created(prepared.created);
       throw;
@@ -192,25 +195,27 @@ int run(int argc, char** argv) {
   }
   if (bar) std::fputs("\r\033[K", stderr);
   phase("read and parse");
-  std::stable_sort(traces.begin(), traces.end(),
-                   [](const kineto::Trace& x, const kineto::Trace& y) { return x.rank < y.rank; });
+  RunSet set = merge_ranks(std::move(ranks));
 
   // The GPU analyses (every rank's) on a second core, while this one does
   // the CPU side and writes trace.json, which needs none of them (a third
   // of the time of a large trace each).
-  auto gpu_reports = std::async(std::launch::async, [&traces] {
+  // They read only each run's activities and rank (kineto_to_run.h).
+  auto gpu_reports = std::async(std::launch::async, [&set] {
     std::vector<gpu::GpuReport> reports;
-    for (const auto& t : traces) reports.push_back(gpu::gpu_report(t));
+    for (const Run& r : set.runs) reports.push_back(gpu::gpu_report(r));
     return reports;
   });
-  // The CPU side of the first rank is the run; every rank gets its GPU report.
-  Run run = run_from_trace(traces.front());
+  // The CPU side of the first rank is the run's; every rank gets its GPU report.
+  Run& run = set.primary();
+  add_cpu_side(run);
   phase("CPU side as a run");
-  if (traces.size() > 1) {
+  if (set.runs.size() > 1) {
     run.run.script = a.path;
     run.notes.push_back("several ranks: the operator tables and steps are rank " +
-                        std::to_string(traces.front().rank) + "'s; the GPU section is given for every rank under \"ranks\"");
+                        std::to_string(run.rank.rank) + "'s; the GPU section is given for every rank under \"ranks\"");
   }
+  run.notes.insert(run.notes.end(), set.notes.begin(), set.notes.end());
   SummaryOptions so;
   so.top_python = so.top_ops = a.top;
   Analysis analysis = analyze(run, so);
@@ -222,7 +227,6 @@ int run(int argc, char** argv) {
   out.cwd = std::filesystem::current_path(ec).string();
   out.summary = so;
   out.trace.steps = a.trace_steps;
-  out.trace.kineto = &traces.front();  // GPU tracks of the first rank, as its CPU side
   // The other files wait for the GPU findings: written on a second thread
   // once the GPU analyses are in, while this one writes trace.json. The two
   // share `analysis` but not its members: trace.json reads only `steps`.

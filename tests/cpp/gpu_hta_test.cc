@@ -21,6 +21,7 @@
 
 #include "analyze/gpu/hta.h"
 #include "ingest/kineto_json.h"
+#include "trace_runs.h"
 
 namespace torchneck::gpu {
 namespace {
@@ -181,7 +182,7 @@ TEST(GpuHtaTime, MicrosecondDoubleIsTheParsedText) {
 TEST(GpuHtaRank, DistributedInfoRankElseZero) {
   Trace t;
   EXPECT_EQ(hta_rank(t), 0);
-  t.rank = 3;
+  t.rank.rank = 3;
   EXPECT_EQ(hta_rank(t), 3);
 }
 
@@ -250,7 +251,7 @@ TEST(GpuHtaTemporal, NoGpuWorkIsReportedNotComputed) {
   // HTA raises IndexError (merged_kernels.iloc[-1] of nothing).
   TraceBuilder b;
   b.add(Cat::kCpuOp, "aten::add", 0, 10);
-  b.t.rank = 34;
+  b.t.rank.rank = 34;
   const TemporalBreakdown t = hta_temporal_breakdown(b.done());
   EXPECT_FALSE(t.has_gpu_work);
   EXPECT_EQ(t.rank, 34);

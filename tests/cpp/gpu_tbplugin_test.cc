@@ -20,6 +20,7 @@
 
 #include "analyze/gpu/tbplugin.h"
 #include "ingest/kineto_json.h"
+#include "trace_runs.h"
 
 namespace torchneck::gpu {
 namespace {

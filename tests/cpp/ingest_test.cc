@@ -161,7 +161,7 @@ TEST_P(IngestFixture, MatchesAnIndependentParser) {
   const json doc = json::parse(gunzip_file(file));
   const json& events = doc.at("traceEvents");
   const Trace t = load_trace(file.string());
-  EXPECT_EQ(t.path, file.string());
+  EXPECT_EQ(t.source, file.string());
 
   // Complete events, per category.
   std::map<std::string, size_t> want_cats, got_cats;
@@ -242,9 +242,9 @@ TEST_P(IngestFixture, MatchesAnIndependentParser) {
 
   // distributedInfo.
   const json dist = doc.value("distributedInfo", json::object());
-  EXPECT_EQ(t.rank, dist.value("rank", int64_t{-1}));
-  EXPECT_EQ(t.world_size, dist.value("world_size", int64_t{-1}));
-  EXPECT_EQ(t.backend, dist.value("backend", std::string()));
+  EXPECT_EQ(t.rank.rank, dist.value("rank", int64_t{-1}));
+  EXPECT_EQ(t.rank.world_size, dist.value("world_size", int64_t{-1}));
+  EXPECT_EQ(t.rank.backend, dist.value("backend", std::string()));
 
   // Correlation and external ids, as multisets per category.
   std::map<std::string, std::vector<int64_t>> want_corr, got_corr, want_ext, got_ext;
@@ -386,7 +386,7 @@ TEST(IngestValid, EmptyEventListIsAnEmptyTrace) {
   const Trace t = load_bounded(write_temp("empty_list.json", R"({"traceEvents": []})"));
   EXPECT_TRUE(t.events.empty());
   EXPECT_TRUE(t.flows.empty());
-  EXPECT_EQ(t.rank, -1);
+  EXPECT_EQ(t.rank.rank, -1);
 }
 
 // kineto_trace.h: "Times are integer nanoseconds, read exactly from the JSON

@@ -61,8 +61,18 @@ void expect_same(const Trace& a, const Trace& b, const std::string& what) {
                 m.peak_reserved == n.peak_reserved && m.running == n.running)
         << what << " device " << dev;
   }
+  ASSERT_EQ(a.counters.size(), b.counters.size()) << what;
+  for (size_t i = 0; i < a.counters.size(); ++i) {
+    const CounterSeries &x = a.counters[i], &y = b.counters[i];
+    ASSERT_TRUE(x.name == y.name && x.device == y.device && x.samples.size() == y.samples.size()) << what << " counter " << i;
+    for (size_t j = 0; j < x.samples.size(); ++j)
+      ASSERT_TRUE(x.samples[j].t_ns == y.samples[j].t_ns && x.samples[j].value == y.samples[j].value)
+          << what << " counter " << i << " sample " << j;
+  }
   ASSERT_EQ(a.devices.size(), b.devices.size()) << what;
-  ASSERT_EQ(a.rank, b.rank) << what;
+  ASSERT_EQ(a.rank.rank, b.rank.rank) << what;
+  ASSERT_EQ(a.rank.world_size, b.rank.world_size) << what;
+  ASSERT_EQ(a.rank.backend, b.rank.backend) << what;
 }
 
 std::string outcome(const std::string& text, size_t threshold, Trace* out) {

@@ -317,9 +317,9 @@ TEST(TraceJson, KinetoGpuStreamsAndLaunchFlows) {
   m->stream = 7;
   m->bytes = 4096;
   t.devices.push_back(kineto::Device{0, "Tesla V100"});
-  const torchneck::Run run = run_from_trace(t);
+  // (the Run holds the trace's activities: trace.json reads them from it)
+  const torchneck::Run run = run_from_trace(std::move(t));
   TraceJsonOptions o;
-  o.kineto = &t;
   const json doc = write(run, o);
   validate(doc);
   // THEN the kernel and memcpy on the GPU's stream track, with their args

@@ -8,8 +8,8 @@
 namespace torchneck::gpu {
 namespace {
 
-using kineto::Cat;
-using kineto::Event;
+using Cat = ActivityKind;
+using Event = Activity;
 
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 bool starts_with(std::string_view s, std::string_view p) { return s.rfind(p, 0) == 0; }
@@ -42,7 +42,8 @@ bool is_tensor_core_kernel(const std::string& name) {
   return false;
 }
 
-GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
+GpuFacts gpu_facts(const Run& run, size_t top) {
+  const Activities& t = run.activities;
   GpuFacts g;
   if (!t.devices.empty()) {
     g.device_name = t.devices.front().name;
@@ -50,7 +51,7 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
     g.compute_major = t.devices.front().compute_major;
   }
   if (!t.device_memory.empty()) {
-    const kineto::MemoryUse& m = t.device_memory.begin()->second;
+    const DeviceMemoryUse& m = t.device_memory.begin()->second;
     g.peak_allocated = m.peak_allocated;
     g.peak_reserved = m.has_totals ? m.peak_reserved : -1;
     g.peak_is_lower_bound = !m.has_totals;
@@ -76,11 +77,11 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   std::unordered_map<uint32_t, int64_t> longest;
   // Layers: open module scopes per thread, flows resolved in time order.
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> modules;
-  std::vector<const kineto::Flow*> flows;
+  std::vector<const ActivityFlow*> flows;
   for (const auto& f : t.flows)
-    if (f.cat == kineto::FlowCat::kFwdBwd) flows.push_back(&f);
+    if (f.cat == FlowKind::kFwdBwd) flows.push_back(&f);
   std::stable_sort(flows.begin(), flows.end(),
-                   [](const kineto::Flow* a, const kineto::Flow* b) { return a->ts_ns < b->ts_ns; });
+                   [](const ActivityFlow* a, const ActivityFlow* b) { return a->ts_ns < b->ts_ns; });
   size_t next_flow = 0;
   std::unordered_map<int64_t, std::string> module_of_flow;         // flow id -> forward op's module
   std::unordered_map<const Event*, std::string> module_of_backward;  // backward op -> module
@@ -96,7 +97,7 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
     while (!stack.empty() && stack.back()->end_ns() <= ts) stack.pop_back();
     return stack.empty() ? std::string() : t.name_of(*stack.back()).substr(11);  // "nn.Module: "
   };
-  auto resolve_flow = [&](const kineto::Flow& f) {
+  auto resolve_flow = [&](const ActivityFlow& f) {
     if (f.start) {
       const std::string m = innermost_module(f.pid, f.tid, f.ts_ns);
       if (!m.empty()) module_of_flow[f.id] = m;
@@ -173,7 +174,7 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
       context_of[static_cast<size_t>(&e - t.events.data())] = c;
       continue;
     }
-    if (!kineto::is_gpu_work(e.cat)) continue;
+    if (!is_gpu_work(e.cat)) continue;
     if (e.cat == Cat::kKernel) {
       ++g.kernels;
       g.kernel_ns += e.dur_ns;
@@ -205,7 +206,7 @@ GpuFacts gpu_facts(const kineto::Trace& t, size_t top) {
   std::unordered_map<uint32_t, OpGpuTime> by_op_id;  // by the outer operator's name id
   std::map<std::string, LayerGpuTime> by_layer;
   for (const Event& e : t.events) {
-    if (!kineto::is_gpu_work(e.cat) || e.correlation < 0) continue;
+    if (!is_gpu_work(e.cat) || e.correlation < 0) continue;
     auto it = runtime_by_corr.find(e.correlation);
     if (it == runtime_by_corr.end()) continue;
     const Event& call = *it->second;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/kineto_trace.h"
+#include "model/run.h"
 
 namespace torchneck::gpu {
 
@@ -82,7 +82,7 @@ struct GpuFacts {
 inline constexpr int64_t kShortKernelNs = 10'000;
 inline constexpr int64_t kLaunchDelayOutlierNs = 1'000'000;
 
-GpuFacts gpu_facts(const kineto::Trace& trace, size_t top = 15);
+GpuFacts gpu_facts(const Run& run, size_t top = 15);
 
 bool is_tensor_core_kernel(const std::string& name);
 

@@ -37,9 +37,9 @@
 namespace torchneck::gpu {
 namespace {
 
-using kineto::Cat;
-using kineto::Event;
-using kineto::Trace;
+using Cat = ActivityKind;
+using Event = Activity;
+using Trace = Activities;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
@@ -90,7 +90,7 @@ double np_round(double x, int decimals) {
 
 // The double Python's json module gives HTA for a Kineto time: the double
 // nearest to the text, i.e. to the text's exact nanoseconds / 1000 (the
-// model's Event::ts_ns/dur_ns are those nanoseconds, kineto_trace.h). Above
+// model's Activity::ts_ns/dur_ns are those nanoseconds, model/activity.h). Above
 // 2^53 ns (epoch timestamps) a double's step is 0.25 us, and nanoseconds
 // that went through a double themselves (llround(d * 1000)) no longer tell
 // which of two neighbours the text was: HTA's ceil/floor can then differ by
@@ -192,9 +192,10 @@ struct Prepared {
   std::vector<KernelRow> kernels;
 };
 
-Prepared prepare(const Trace& trace, const HtaOptions& opt) {
+Prepared prepare(const Run& run, const HtaOptions& opt) {
+  const Trace& trace = run.activities;
   Prepared p;
-  p.rank = hta_rank(trace);
+  p.rank = hta_rank(run);
   const size_t n = trace.events.size();
 
   // Per-name caches: kernel type, ProfilerStep name.
@@ -444,37 +445,36 @@ const char* kernel_type_name(KernelType t) {
 
 // hta/utils/utils.py get_kernel_type: communication, then memory, then
 // computation, else other.
-KernelType kernel_type(std::string_view name, kineto::Cat /*cat*/) {
+KernelType kernel_type(std::string_view name, ActivityKind /*cat*/) {
   if (is_comm_kernel(name)) return KernelType::kCommunication;
   if (is_memory_kernel(name)) return KernelType::kMemory;
   if (is_compute_kernel(name)) return KernelType::kComputation;
   return KernelType::kOther;
 }
 
-int64_t hta_rank(const kineto::Trace& trace) { return trace.rank >= 0 ? trace.rank : 0; }
+int64_t hta_rank(const Run& run) { return run.rank.rank >= 0 ? run.rank.rank : 0; }
 
-void hta_time_us(const kineto::Event& e, int64_t* ts_us, int64_t* end_us) {
+void hta_time_us(const Activity& e, int64_t* ts_us, int64_t* end_us) {
   const double ts = hta_us_as_double(e.ts_ns);
   const double dur = hta_us_as_double(e.dur_ns);
   *ts_us = static_cast<int64_t>(std::ceil(ts));
   *end_us = static_cast<int64_t>(std::floor(ts + dur));
 }
 
-TemporalBreakdown hta_temporal_breakdown(const kineto::Trace& trace, const HtaOptions& opt) {
-  return temporal(prepare(trace, opt));
+TemporalBreakdown hta_temporal_breakdown(const Run& run, const HtaOptions& opt) {
+  return temporal(prepare(run, opt));
 }
 
-std::vector<IdleStream> hta_idle_breakdown(const kineto::Trace& trace, const HtaOptions& opt) {
-  return idle(prepare(trace, opt), opt);
+std::vector<IdleStream> hta_idle_breakdown(const Run& run, const HtaOptions& opt) {
+  return idle(prepare(run, opt), opt);
 }
 
-std::vector<KernelTypeShare> hta_kernel_type_breakdown(const kineto::Trace& trace,
-                                                       const HtaOptions& opt) {
-  return kernel_types(prepare(trace, opt));
+std::vector<KernelTypeShare> hta_kernel_type_breakdown(const Run& run, const HtaOptions& opt) {
+  return kernel_types(prepare(run, opt));
 }
 
-HtaBreakdowns hta_breakdowns(const kineto::Trace& trace, const HtaOptions& opt) {
-  const Prepared p = prepare(trace, opt);
+HtaBreakdowns hta_breakdowns(const Run& run, const HtaOptions& opt) {
+  const Prepared p = prepare(run, opt);
   return {temporal(p), idle(p, opt), kernel_types(p)};
 }
 

@@ -1,4 +1,5 @@
-// Holistic Trace Analysis (HTA) numbers, computed in C++ on a Kineto trace.
+// Holistic Trace Analysis (HTA) numbers, computed in C++ on a run's activities
+// (Run::activities, as read from a Kineto trace).
 //
 // Reproduces, for one trace (one rank), what facebookresearch/
 // HolisticTraceAnalysis at commit f4d0062c returns from
@@ -19,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ingest/kineto_trace.h"
+#include "model/run.h"
 
 namespace torchneck::gpu {
 
@@ -35,7 +36,7 @@ const char* kernel_type_name(KernelType t);
 // unused (a "gpu_memcpy" named "Memcpy HtoD ..." is MEMORY because of its
 // name, and a cuda_sync event named "Context Sync" is OTHER).
 KernelType kernel_type(std::string_view name,
-                       kineto::Cat cat = kineto::Cat::kKernel);
+                       ActivityKind cat = ActivityKind::kKernel);
 
 struct HtaOptions {
   // get_idle_time_breakdown(consecutive_kernel_delay=30): a gap shorter than
@@ -95,29 +96,29 @@ struct HtaBreakdowns {
   std::vector<KernelTypeShare> kernel_types;
 };
 
-TemporalBreakdown hta_temporal_breakdown(const kineto::Trace& trace,
+TemporalBreakdown hta_temporal_breakdown(const Run& run,
                                          const HtaOptions& opt = {});
 // Streams in ascending order (HTA lists them in order of first appearance in
 // the trace file, which the trace model does not keep).
-std::vector<IdleStream> hta_idle_breakdown(const kineto::Trace& trace,
+std::vector<IdleStream> hta_idle_breakdown(const Run& run,
                                            const HtaOptions& opt = {});
-std::vector<KernelTypeShare> hta_kernel_type_breakdown(const kineto::Trace& trace,
+std::vector<KernelTypeShare> hta_kernel_type_breakdown(const Run& run,
                                                        const HtaOptions& opt = {});
 // All three, preparing the trace once.
-HtaBreakdowns hta_breakdowns(const kineto::Trace& trace, const HtaOptions& opt = {});
+HtaBreakdowns hta_breakdowns(const Run& run, const HtaOptions& opt = {});
 
 // HTA's rank for a trace (hta/common/trace_file.py create_rank_to_trace_dict):
 // distributedInfo's "rank", else 0.
-int64_t hta_rank(const kineto::Trace& trace);
+int64_t hta_rank(const Run& run);
 
 // HTA's integer-microsecond start and end of an event
 // (hta/common/trace_parser.py round_down_time_stamps): ts = ceil(ts_us),
 // end = floor(ts_us + dur_us), in double arithmetic on the doubles Python's
 // json gives for the text. A sub-microsecond event can get end < ts. Exact
-// only when ts_ns/dur_ns are the text's own nanoseconds (kineto_trace.h):
+// only when ts_ns/dur_ns are the text's own nanoseconds (model/activity.h):
 // above 2^53 ns (epoch timestamps) nanoseconds that went through a double
 // can make HTA's value 1 us off.
-void hta_time_us(const kineto::Event& e, int64_t* ts_us, int64_t* end_us);
+void hta_time_us(const Activity& e, int64_t* ts_us, int64_t* end_us);
 
 // The double Python's json gives for the text "ns / 1000" microseconds
 // (three decimals): the nearest double to the exact quotient.

@@ -18,9 +18,9 @@
 
 namespace torchneck::gpu {
 
-using kineto::Cat;
-using kineto::Event;
-using kineto::Trace;
+using Cat = ActivityKind;
+using Event = Activity;
+using Trace = Activities;
 
 const char* tb_role_name(TbRole r) {
   switch (r) {
@@ -336,11 +336,12 @@ TbOverview overview_of(const Parsed& p);
 TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p);
 }  // namespace
 
-TbOverview tb_overview(const Trace& t) { return overview_of(parse(t)); }
+TbOverview tb_overview(const Run& run) { return overview_of(parse(run.activities)); }
 
-TbGpuMetrics tb_gpu_metrics(const Trace& t) { return gpu_metrics_of(t, parse(t)); }
+TbGpuMetrics tb_gpu_metrics(const Run& run) { return gpu_metrics_of(run.activities, parse(run.activities)); }
 
-TbOverviewAndMetrics tb_overview_and_metrics(const Trace& t) {
+TbOverviewAndMetrics tb_overview_and_metrics(const Run& run) {
+  const Trace& t = run.activities;
   const Parsed p = parse(t);
   return {overview_of(p), gpu_metrics_of(t, p)};
 }
@@ -396,7 +397,7 @@ TbOverview overview_of(const Parsed& p) {
 
 }  // namespace
 
-std::vector<StepBreakdownTb> tb_step_breakdown(const Trace& t) { return tb_overview(t).steps; }
+std::vector<StepBreakdownTb> tb_step_breakdown(const Run& run) { return tb_overview(run).steps; }
 
 // gpu_metrics_parser.py GPUMetricsParser.parse_events and calculate_*: over
 // the span [first step's start, last step's end] (data.py passes

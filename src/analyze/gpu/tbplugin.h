@@ -1,5 +1,5 @@
 // The PyTorch TensorBoard plugin's (tb_plugin, torch_tb_profiler) numbers,
-// reproduced in C++ on a kineto::Trace: the Overview's per-step breakdown
+// reproduced in C++ on a run's activities (Run::activities): the Overview's per-step breakdown
 // (Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec,
 // Other), the GPU Summary (GPU utilization, Est. SM Efficiency, Est. Achieved
 // Occupancy, with their timelines) and the Kernel view's table.
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/kineto_trace.h"
+#include "model/run.h"
 
 namespace torchneck::gpu {
 
@@ -69,9 +69,9 @@ struct TbOverview {
   bool show_gpu_columns() const { return has_runtime || has_kernel || has_memcpy_or_memset; }
 };
 
-TbOverview tb_overview(const kineto::Trace& t);
+TbOverview tb_overview(const Run& run);
 // tb_overview(t).steps.
-std::vector<StepBreakdownTb> tb_step_breakdown(const kineto::Trace& t);
+std::vector<StepBreakdownTb> tb_step_breakdown(const Run& run);
 
 // One GPU of the GPU Summary (gpu_metrics_parser.py GPUMetricsParser).
 struct TbDeviceMetrics {
@@ -106,7 +106,7 @@ struct TbGpuMetrics {
   std::vector<TbDeviceMetrics> devices;  // by device id
 };
 
-TbGpuMetrics tb_gpu_metrics(const kineto::Trace& t);
+TbGpuMetrics tb_gpu_metrics(const Run& run);
 
 // Both from one reading of the trace (the plugin's event parsing, most of
 // the cost of each).
@@ -114,7 +114,7 @@ struct TbOverviewAndMetrics {
   TbOverview overview;
   TbGpuMetrics metrics;
 };
-TbOverviewAndMetrics tb_overview_and_metrics(const kineto::Trace& t);
+TbOverviewAndMetrics tb_overview_and_metrics(const Run& run);
 
 // One row of the Kernel view's table (kernel_parser.py KernelParser), over
 // every kernel of the trace (in steps or not), sorted by total descending.
@@ -129,7 +129,7 @@ struct TbKernelStat {
   double blocks_per_sm = 0;
   double occupancy = 0;  // percent, as written in the trace
 };
-std::vector<TbKernelStat> tb_kernel_stats(const kineto::Trace& t);
+std::vector<TbKernelStat> tb_kernel_stats(const Run& run);
 
 // Whether a kernel name uses Tensor Cores by the plugin's allowlist.
 bool tb_tensor_core_kernel(const std::string& name);
@@ -158,6 +158,6 @@ struct TbOpStat {
   double tc_self_ratio = 0;        // Tensor Core kernel time / device self time (fraction)
   double tc_total_ratio = 0;       // ... / device total time
 };
-std::vector<TbOpStat> tb_op_stats(const kineto::Trace& t);
+std::vector<TbOpStat> tb_op_stats(const Run& run);
 
 }  // namespace torchneck::gpu

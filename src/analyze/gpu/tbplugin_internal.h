@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ingest/kineto_trace.h"
+#include "model/activity.h"
 
 namespace torchneck::gpu::tb_detail {
 
@@ -28,8 +28,8 @@ bool ends_with(std::string_view s, std::string_view p);
 
 // trace.py EventTypes (see tbplugin.cc).
 enum class Ty : uint8_t { kNone, kTrace, kOperator, kProfilerStep, kUserAnnotation, kRuntime, kKernel, kMemcpy, kMemset, kPythonFunction };
-Ty type_of(const kineto::Trace& t, const kineto::Event& e);
-std::vector<Ty> types_of(const kineto::Trace& t);
+Ty type_of(const Activities& t, const Activity& e);
+std::vector<Ty> types_of(const Activities& t);
 bool is_comm_op_name(std::string_view n);
 bool is_dataloader_name(std::string_view n);
 
@@ -49,8 +49,8 @@ struct Correlated {
   std::vector<Rt> rts;
   std::vector<Dev> devs;
 };
-Correlated correlate(const kineto::Trace& t, const std::vector<Ty>& types);
+Correlated correlate(const Activities& t, const std::vector<Ty>& types);
 // External ids of the ops named like NCCL/Gloo collectives (Communication).
-std::unordered_set<int64_t> comm_external_ids(const kineto::Trace& t, const std::vector<Ty>& types);
+std::unordered_set<int64_t> comm_external_ids(const Activities& t, const std::vector<Ty>& types);
 
 }  // namespace torchneck::gpu::tb_detail

@@ -13,9 +13,9 @@
 
 namespace torchneck::gpu {
 
-using kineto::Cat;
-using kineto::Event;
-using kineto::Trace;
+using Cat = ActivityKind;
+using Event = Activity;
+using Trace = Activities;
 using namespace tb_detail;
 
 // tensor_core.py TC_Allowlist: a kernel uses Tensor Cores when its name
@@ -35,7 +35,8 @@ bool tb_tensor_core_kernel(const std::string& name) {
 // occupancy averaged with the durations as weights, missing values as 0
 // (fillna(0)), 0 when the weights sum to 0 (ZeroDivisionError); sorted by
 // sum, largest first.
-std::vector<TbKernelStat> tb_kernel_stats(const Trace& t) {
+std::vector<TbKernelStat> tb_kernel_stats(const Run& run) {
+  const Trace& t = run.activities;
   std::unordered_map<uint32_t, size_t> by_name;
   std::vector<TbKernelStat> out;
   std::vector<std::pair<double, double>> weighted;  // sum(bps * dur), sum(occ * dur)
@@ -90,7 +91,8 @@ static bool tc_eligible_op(std::string_view name) {
   return false;
 }
 
-std::vector<TbOpStat> tb_op_stats(const Trace& t) {
+std::vector<TbOpStat> tb_op_stats(const Run& run) {
+  const Trace& t = run.activities;
   const std::vector<Ty> types = types_of(t);
   const Correlated c = correlate(t, types);
 
