@@ -11,6 +11,7 @@
 #include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
 #include "ingest/kineto_json.h"
+#include "trace_runs.h"
 
 namespace torchneck::gpu {
 namespace {
