@@ -50,7 +50,7 @@ struct RunInfo {
   // time it is the time the thread wanted a CPU: on a loaded machine, CPU
   // time alone would make computing look like waiting.
   double main_thread_runqueue_s = -1;
-  PythonMode python_mode = PythonMode::kOff;
+  PythonMode python_mode = PythonMode::kOff;  // how Python was profiled (model/run_enums.h)
   // How the run ended (model/run_enums.h): "finished", "exception",
   // "KeyboardInterrupt", "SIGTERM", "os._exit", "fatal signal SIGSEGV", or
   // "still running" for a periodic spill (the state the last spill saw).
@@ -146,7 +146,7 @@ struct ModuleInfo {
 // (profiled in the worker, written to DIR/workers/, merged at the end).
 struct ProcessInfo {
   int64_t pid = 0;
-  ProcessRole role = ProcessRole::kMain;
+  ProcessRole role = ProcessRole::kMain;  // the main process, or a DataLoader worker
   int64_t worker_id = -1;    // DataLoader worker id, -1 for main
   std::string start_method;  // workers: "fork", or "spawn" (spawn/forkserver: nothing inherited)
   double wall_s = 0;         // profiled lifetime (workers: from their init to their exit)
