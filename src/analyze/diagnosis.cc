@@ -88,7 +88,7 @@ double loading_cpu_fraction(const DiagnosisInput& in) {
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
   DiagnosisInput in;
   in.env = run.env;
-  in.python_mode = to_string(run.run.python_mode);
+  in.python_mode = run.run.python_mode;
   in.steps = steps;
   in.layers = layers.layers;
   if (run.run.main_thread_cpu_s >= 0 && run.run.wall_s > 0) {

@@ -31,7 +31,7 @@ struct DataFunction {
 
 struct DiagnosisInput {
   EnvFacts env;
-  std::string python_mode;
+  PythonMode python_mode = PythonMode::kOff;
   StepAnalysis steps;
   std::vector<LayerStats> layers;            // sorted by forward + backward
   std::vector<DataFunction> data_functions;  // sorted by self time
