@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
+#include <chrono>
 #include <thread>
 #include <utility>
 
@@ -43,6 +44,9 @@ struct Spiller {
   bool handlers_installed = false;
   void* alt_stack = nullptr;
   std::atomic<bool> running{false};  // read by the signal handler
+  // The thread has its thread state and has let the GIL go: from then on it
+  // only needs the GIL for a periodic spill's Python part.
+  std::atomic<bool> thread_ready{false};
 };
 
 Spiller* g_spiller = nullptr;  // set before the handlers, kept afterwards
@@ -213,6 +217,7 @@ void spiller_main(Spiller* s) {
   // Keep one thread state for the thread's life, as the sampler does.
   PyGILState_STATE outer = PyGILState_Ensure();
   PyThreadState* saved = PyEval_SaveThread();
+  s->thread_ready.store(true);
   const int64_t started = now_ns();
   // No periodic spills (--spill-interval 0): wake only to stop or for a crash.
   const bool periodic = s->options.max_interval_s > 0;
@@ -288,7 +293,15 @@ void start_spiller(const SpillOptions& options, SpillSources sources) {
   s.pipe_r = fds[0];
   s.pipe_w = fds[1];
   s.running = true;
+  s.thread_ready.store(false);
   s.thread = std::thread(spiller_main, &s);
+  // Wait, without the GIL, until the thread has taken and let go of it once.
+  // A script that crashes right away (holding the GIL) would otherwise find
+  // the thread still waiting for the GIL to start: no report, and the
+  // handler's crash_wait_s lost.
+  Py_BEGIN_ALLOW_THREADS
+  while (!s.thread_ready.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  Py_END_ALLOW_THREADS
   if (options.crash_handler) install_handlers(s);
 }
 
