@@ -24,16 +24,20 @@ constexpr double kCostlyRestartShare = 0.10;
 
 struct RestartWait {
   int64_t restarts = 0;   // epochs after the first
-  int64_t waited_ns = 0;  // beyond one batch's production, all restarts together
+  int64_t waited_ns = 0;  // what persistent workers would save, all restarts together
   int64_t steps_ns = 0;   // all steps in the window
   bool measured() const { return waited_ns > 0 && steps_ns > 0; }
 };
 
 // The first batch of each epoch waits for the restarted workers. With one
 // DataLoader with workers, its restarts are the training loop's epochs, and
-// the `restarts` longest data waits after the first step (whose start any
-// DataLoader pays) are theirs; what they exceed one batch's production by
-// is what persistent workers save. Nothing when that cannot be told: several
+// the `restarts` steps after the first (whose start any DataLoader pays)
+// with the longest data waits are theirs. Each such step pays the old
+// workers' shutdown (the epoch's last, StopIteration fetch), the new ones'
+// start (iter(loader), outside any fetch) and the first batch: its whole
+// excess over the median step, less what an epoch's first batch costs with
+// persistent workers too (one batch's production, its prefetch queue
+// emptied), is what persistent workers save. Nothing when that cannot be told: several
 // DataLoaders (a validation loader restarts outside the steps), steps the
 // timeline window lost, or worker counts that are no whole number of starts
 // (then not measured()).
@@ -43,16 +47,17 @@ RestartWait restart_wait(const DiagnosisInput& in, int64_t once, int64_t restart
   if (once <= 0 || restarted % once != 0 || s.timeline_truncated) return r;
   const size_t restarts = static_cast<size_t>(restarted / once);
   if (s.steps.size() <= restarts + 1) return r;
-  std::vector<int64_t> waits;
+  std::vector<size_t> later;  // steps after the first, by data wait, longest first
   r.restarts = static_cast<int64_t>(restarts);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     r.steps_ns += s.steps[i].duration();
-    if (i > 0) waits.push_back(s.steps[i].breakdown[Phase::kData]);
+    if (i > 0) later.push_back(i);
   }
-  std::partial_sort(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(restarts), waits.end(),
-                    std::greater<>());
-  const int64_t batch_ns = std::max(s.median[Phase::kData], static_cast<int64_t>(batch_s * 1e9));
-  for (size_t i = 0; i < restarts; ++i) r.waited_ns += std::max<int64_t>(0, waits[i] - batch_ns);
+  std::partial_sort(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(restarts), later.end(),
+                    [&](size_t a, size_t b) { return s.steps[a].breakdown[Phase::kData] > s.steps[b].breakdown[Phase::kData]; });
+  const int64_t first_batch_ns = std::max<int64_t>(0, static_cast<int64_t>(batch_s * 1e9) - s.median[Phase::kData]);
+  for (size_t i = 0; i < restarts; ++i)
+    r.waited_ns += std::max<int64_t>(0, s.steps[later[i]].duration() - s.median_ns - first_batch_ns);
   return r;
 }
 
@@ -104,17 +109,17 @@ void detect_dataloader_respawn(const DiagnosisInput& in, std::vector<Finding>& o
                        (from_scratch ? "; started by spawn/forkserver: each start imports torch and the script again"
                                      : ""));
   if (wait.measured())
-    f.evidence.push_back("the first batch of the " + std::to_string(wait.restarts) +
-                         " epochs after the first waited " + fmt_ms(wait.waited_ns) +
-                         " in all beyond one batch's production: " + fmt_pct(wait_share) + " of the " +
-                         std::to_string(in.steps.steps.size()) + " steps' time");
+    f.evidence.push_back("the first steps of the " + std::to_string(wait.restarts) +
+                         " epochs after the first (workers shut down, started again, first batch) took " +
+                         fmt_ms(wait.waited_ns) + " in all beyond a median step and one batch's production: " +
+                         fmt_pct(wait_share) + " of the " + std::to_string(in.steps.steps.size()) + " steps' time");
   f.recommendation = "DataLoader(..., persistent_workers=True)" + where +
                      ": the workers then live across epochs, keeping their Dataset copy and prefetched batches";
   if (wait.measured()) {
     f.estimated_gain_pct = 100.0 * wait_share;
-    f.gain_arithmetic = "restart waits " + fmt_ms(wait.waited_ns) + " (the " + std::to_string(wait.restarts) +
-                        " longest data waits after the first step, less one batch each) / all steps " +
-                        fmt_ms(wait.steps_ns);
+    f.gain_arithmetic = "restarts " + fmt_ms(wait.waited_ns) + " (the " + std::to_string(wait.restarts) +
+                        " steps after the first with the longest data waits, less a median step and one batch "
+                        "each) / all steps " + fmt_ms(wait.steps_ns);
   } else {
     f.gain_arithmetic = "not estimated: no epoch's first batch could be measured (several DataLoaders, steps "
                         "outside the timeline window, or no wait beyond a batch's production)";
