@@ -135,6 +135,23 @@ def _start(init, worker_id):
     util.Finalize(None, finish, exitpriority=100)
 
 
+def _remove_earlier_worker_profiles(out_dir):
+    """An output folder used again (`-o DIR` twice) still holds the earlier
+    run's worker profiles, which the report would merge as this run's
+    processes: they go before this run starts any worker."""
+    folder = os.path.join(out_dir, "workers")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("worker-") and name.endswith(".spill"):
+            try:
+                os.remove(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
 class WorkerProfiling:
     """In the main process: hands WorkerInit to each DataLoader with worker
     processes, and at the end shuts down the worker processes still alive,
@@ -148,6 +165,7 @@ class WorkerProfiling:
         self.options = options
         self._iterators = None
         self._wrapped = None
+        _remove_earlier_worker_profiles(out_dir)
 
     def install(self):
         global _parent_session
