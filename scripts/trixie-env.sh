@@ -104,6 +104,7 @@ mount_all() {
 in_root() {  # a clean environment: nothing of the host's PATH, PYTHONPATH or make state
   env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     LANG=C.UTF-8 TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     PYTHONDONTWRITEBYTECODE=1 PYTEST_ADDOPTS="-p no:cacheprovider" \
     chroot "$dir" "$@"
 }
@@ -123,6 +124,12 @@ mount_all
 # Finished once; again when the package lists changed since.
 if [ ! -f "$complete" ] || [ "$repo/scripts/ensure-deps.sh" -nt "$complete" ] || [ "$repo/scripts/trixie-env.sh" -nt "$complete" ]; then
   finish
+fi
+# The machine's own trust store (it may hold a local proxy's CA), so that
+# what reaches the network inside (npm ci for the browser tests) works as here.
+cas=/etc/ssl/certs/ca-certificates.crt
+if [ -f "$cas" ] && [ -f "$dir$cas" ]; then
+  mount --bind -o ro "$cas" "$dir$cas"; mounted+=("$dir$cas")
 fi
 status=0
 in_root "$@" || status=$?
