@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python browser-deps compat fuzz fuzz-short clean
+.PHONY: all deps build demo test test-cpp test-python test-trixie browser-deps compat fuzz fuzz-short clean
 
 all: build
 
@@ -34,6 +34,12 @@ test-python: browser-deps
 browser-deps: tests/browser/node_modules/.package-lock.json
 tests/browser/node_modules/.package-lock.json: tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && npm ci --no-audit --no-fund
+
+# The whole suite again (build, ctest, pytest, each timed) in a Debian 13 root:
+# Python 3.13, Debian's torch 2.x. scripts/trixie-env.sh makes the root once
+# (build/trixie, as root) and reuses it; inside, build/ is the host's build-trixie/.
+test-trixie:
+	JOBS=$(JOBS) scripts/test-trixie.sh
 
 # Syntax check against torch 2.x and Python 3.13 headers (fetched from Debian trixie).
 compat:

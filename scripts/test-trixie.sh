@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make test-trixie`: the whole suite again (build, ctest, pytest) in the
+# Debian 13 root of scripts/trixie-env.sh: Python 3.13, Debian's torch 2.x.
+# Every phase runs even when an earlier one failed (the build with -k: what
+# can be built is), so one run lists every failure; each phase is timed, as
+# this run is part of CI's time. Exits non-zero when any phase failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+env=scripts/trixie-env.sh
+jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+summary=()
+timed() {  # label, command...: runs it, records its time and exit status
+  local label="$1" start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  summary+=("$label: $((SECONDS - start)) s, exit $rc")
+  return $rc
+}
+timed "root (made or reused)" "$env" true || { echo "test-trixie: ${summary[*]}" >&2; exit 1; }
+status=0
+timed build "$env" make -C /src -k build JOBS="$jobs" || status=1
+timed ctest "$env" make -C /src test-cpp || status=1
+# pytest directly, not `make test-python`: that reads build/python-path,
+# which a failed build does not write, and the Python tests need only the
+# extension and torchneck-analyze.
+timed pytest "$env" sh -c 'cd /src && make browser-deps && "$(scripts/find-python.sh)" -m pytest -q tests/python' ||
+  status=1
+for line in "${summary[@]}"; do echo "test-trixie: $line" >&2; done
+exit $status
