@@ -2,6 +2,7 @@
 // runs whose answer is known by construction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "analyze/layers.h"

@@ -100,7 +100,7 @@ TEST_P(GoldenDetectors, ProduceExactlyTheExpectedFindings) {
   for (const json& e : expected.at("findings")) {
     const Finding* x = nullptr;
     for (const Finding& c : d.findings)
-      if (c.id == e.at("id")) x = &c;
+      if (c.id == e.at("id").get<std::string>()) x = &c;
     if (x == nullptr) continue;
     SCOPED_TRACE(x->id);
     EXPECT_EQ(to_string(x->severity), e.at("severity").get<std::string>());
