@@ -109,7 +109,12 @@ try {
     // Zoom out again through the root frame above.
     await page.click('#chart-flame .frame[data-id="0"]');
     obs.flame.afterResetWidth = await page.$eval(`#chart-flame .frame[data-id="${target.id}"]`, (f) => f.getBoundingClientRect().width);
-    const q = searchText || target.name;
+  }
+  // Search: for the text asked for whatever the graph's shape (a short run's
+  // samples may make one full-width chain, with no frame to zoom into), else
+  // for the zoomed frame's name.
+  const q = searchText || (candidates.length ? candidates[0].name : null);
+  if (q && frames.length) {
     obs.flame.search = q;
     await page.fill('#chart-flame input[type="search"]', q);
     obs.flame.matches = await page.$$eval('#chart-flame .frame.match', (fs) => fs.map((f) => f.title.split('\n')[0]));
