@@ -13,10 +13,7 @@ work="$root/build/compat"
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/debs" "$work/root"
 
 # The Debian archive URI this machine is configured with (deb822 or one-line).
-uri="$(grep -h -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -E '/debian/?$' | head -1 || true)"
-if [ -z "$uri" ]; then
-  uri="$(grep -h -E '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | grep -E '/debian/?$' | head -1 || true)"
-fi
+uri="$("$root/scripts/debian-archive-uri.sh")"
 if [ -z "$uri" ]; then
   echo "check-compat: no Debian archive in this machine's apt sources; skipped" >&2
   exit 0
