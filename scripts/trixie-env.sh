@@ -22,14 +22,18 @@ set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"  # debootstrap, chroot: root tools a user's PATH may lack
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$(cd "$repo/.." && pwd)/shared"
-state="$repo/build/trixie"
+# TORCHNECK_TRIXIE_STATE: another tree's build/trixie, to share one root
+# between git worktrees (the root holds no state of the tree that made it).
+state="${TORCHNECK_TRIXIE_STATE:-$repo/build/trixie}"
 dir="$state/root"
 base_done="$state/base-done"      # debootstrap finished
 complete="$state/complete"        # every package below is in
 tbuild="$repo/build-trixie"
 # What a Debian 12 machine has that minbase lacks and the tests use, beyond
 # scripts/ensure-deps.sh's list (which is installed inside as it is on the host).
-EXTRA_PKGS="ca-certificates procps"
+# `pip install .` of the package (tests/python/test_pip_install.py) needs
+# venv, pip and the CMake build backend, which Debian 12 does not package.
+EXTRA_PKGS="ca-certificates procps python3-venv python3-pip python3-scikit-build-core"
 
 if [ $# -eq 0 ]; then
   echo "usage: scripts/trixie-env.sh COMMAND [ARGS...]" >&2
@@ -93,6 +97,10 @@ mount_all() {
   mkdir -p "$dir/src" "$dir/shared" "$tbuild/python-ext/upper" "$tbuild/python-ext/work"
   mount --bind "$repo" "$dir/src"; mounted+=("$dir/src")
   mount --bind "$tbuild" "$dir/src/build"
+  # A /tmp of this tree's own, so that two trees (git worktrees) testing in
+  # one shared root at once never meet in its /tmp.
+  mkdir -p "$tbuild/tmp" && chmod 1777 "$tbuild/tmp"
+  mount --bind "$tbuild/tmp" "$dir/tmp"; mounted+=("$dir/tmp")
   mount -t overlay overlay \
     -o "lowerdir=$repo/python/torchneck,upperdir=$tbuild/python-ext/upper,workdir=$tbuild/python-ext/work" \
     "$dir/src/python/torchneck"
@@ -115,14 +123,20 @@ finish() {  # installs what is missing; a run cut short here is finished next ti
     apt-get install -y -qq --no-install-recommends $EXTRA_PKGS >/dev/null && \
     /src/scripts/ensure-deps.sh && apt-get clean" >"$state/install.log" 2>&1 ||
     { echo "trixie-env: installing inside failed; see $state/install.log" >&2; exit 1; }
-  touch "$complete"
+  stamp >"$complete"
+}
+
+stamp() {  # what the inside was installed from: the package lists, not file times
+  { cat "$repo/scripts/ensure-deps.sh"; echo "$EXTRA_PKGS"; } | sha256sum | cut -d' ' -f1
 }
 
 mkdir -p "$state" "$tbuild"
 [ -f "$base_done" ] && [ -d "$dir" ] || { rm -f "$complete" "$base_done"; make_base; }
 mount_all
-# Finished once; again when the package lists changed since.
-if [ ! -f "$complete" ] || [ "$repo/scripts/ensure-deps.sh" -nt "$complete" ] || [ "$repo/scripts/trixie-env.sh" -nt "$complete" ]; then
+# Finished once; again when the package lists changed since (compared by
+# content, so that a fresh checkout or a worktree sharing the root does not
+# reinstall).
+if [ ! -f "$complete" ] || [ "$(cat "$complete")" != "$(stamp)" ]; then
   finish
 fi
 # The machine's own trust store (it may hold a local proxy's CA), so that
