@@ -22,7 +22,9 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	./torchneck run $(DEMO)
 
-test: build test-cpp test-python compat fuzz-short
+# The suite in both environments: Debian 12 here (Python 3.11, torch 1.13),
+# then again in the Debian 13 root (Python 3.13, torch 2.x; test-trixie).
+test: build test-cpp test-python compat fuzz-short test-trixie
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure
