@@ -11,7 +11,9 @@ How the collectors meet the script's own tools:
 - --python=trace is a C profile hook on every thread (PyEval_SetProfile) and
   threading.setprofile for new threads. A thread has ONE profile function:
   sys.setprofile, cProfile.enable() and torch.profiler(with_stack=True)
-  replace ours. We cannot stop that without changing what the script gets,
+  replace ours (on 3.12+ cProfile uses sys.monitoring and would run next to
+  ours; we step aside for it all the same, so its times stay its own).
+  We cannot stop that without changing what the script gets,
   so we step aside cleanly (our hook is removed before theirs goes in, so
   their profiler sees the same events as under plain Python), say so in a
   note, and put our hook back on that thread when theirs is removed
@@ -337,8 +339,11 @@ class Guard:
             if guard._hook_type is None:
                 guard._record("cProfile", caller)
                 return original(profiler, *args, **kwargs)
-            # Python 3.12's cProfile uses sys.monitoring and leaves our hook alone.
-            if sys.version_info >= (3, 12) or not guard._ours_here():
+            # On 3.12+ cProfile uses sys.monitoring and leaves the thread's
+            # profile function alone, so both would run: we step aside all the
+            # same, so that its times do not include our hook's cost and it
+            # behaves as on 3.11 (disable() brings our tracer back).
+            if not guard._ours_here():
                 return original(profiler, *args, **kwargs)
             guard._displaced("cProfile", caller)
             guard._step_aside()
