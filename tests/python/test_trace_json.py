@@ -6,6 +6,7 @@ import collections
 import gzip
 import json
 import os
+import pstats
 import shutil
 import subprocess
 
@@ -130,6 +131,36 @@ def test_report_rewrites_trace_json(tmp_path):
     assert len([e for e in by_cat["operator"] if e["name"] == "aten::addmm"]) == ADDMM_PER_STEP * n
     assert len([e for e in by_cat["python"] if e["name"] == "planted_call"]) == CALLS_PER_STEP * n
 
+
+def test_trace_mode_keeps_an_import_as_one_slice(tmp_path):
+    # GIVEN the planted script importing, in its first step, a module whose
+    # import makes TICKS calls, twice the timeline's cap per thread (torch
+    # 2.x imports torch._dynamo, ~1 M calls, at the first optimizer's creation)
+    ticks, cap = 100_000, 50_000
+    target = str(tmp_path / "train.py")
+    shutil.copy(script("trace_planted.py"), target)
+    (tmp_path / "heavy_import.py").write_text(
+        f"def tick():\n    pass\n\n\nfor _ in range({ticks}):\n    tick()\n")
+    out = str(tmp_path / "out")
+    # WHEN it runs under the tracer
+    r = run_tool(["--python=trace", "--trace-steps=2", f"--timeline-events={cap}", "-o", out, target, "6",
+                  "heavy_import"])
+    assert r.returncode == 0, r.stderr
+    doc, by_cat, _ = validate(os.path.join(out, "trace.json"))
+    n = doc["otherData"]["window"]["steps_in_window"]
+    # THEN the steps' Python calls are still in the timeline
+    assert len([e for e in by_cat["python"] if e["name"] == "planted_call"]) == CALLS_PER_STEP * n
+    # AND an import is one slice: inside one, only the imports it made
+    loads = [e for e in by_cat["python"] if e["name"] == "_find_and_load"]
+    assert loads and all(e["args"]["file"] == "<frozen importlib._bootstrap>" for e in loads)
+    spans = [(e["ts"], e["ts"] + e["dur"], e["tid"]) for e in loads]
+    inside = [e for e in by_cat["python"] if e["name"] != "_find_and_load"
+              and any(t == e["tid"] and s < e["ts"] and e["ts"] + e["dur"] < f for s, f, t in spans)]
+    assert inside == [], inside[:3]
+    assert not any(e["name"] == "tick" for e in by_cat["python"])
+    # AND the statistics still count every call the import made
+    stats = pstats.Stats(os.path.join(out, "python.pstats")).stats
+    assert [v[1] for k, v in stats.items() if k[2] == "tick" and k[0].endswith("heavy_import.py")] == [ticks]
 
 def fixture_counts(name):
     """Kernels / memcpy / memset and their launch correlations, read from the fixture itself."""

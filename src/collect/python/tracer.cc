@@ -18,10 +18,11 @@
 // Imports are one slice each in the timeline: while a thread is inside
 // importlib's _find_and_load, only the nested _find_and_load calls are kept
 // (the import tree), the calls the import makes are counted in the
-// statistics and as dropped frames. `import torch` in the script makes about
-// 1 M calls with torch 2.6 (sympy, inspect, typing, dataclasses), which
-// filled the timeline before the first step; operators then had no Python
-// caller in the flame graph and trace.json had no frame of the steps.
+// statistics and as dropped frames. With torch 2.6, the first optimizer's
+// __init__ imports torch._dynamo lazily (torch/_compile.py): about 1 M
+// calls (sympy, inspect, typing, dataclasses), which filled the timeline
+// before the first step; operators then had no Python caller in the flame
+// graph and trace.json had no frame of the steps.
 #include "collect/python/tracer.h"
 
 #include <Python.h>

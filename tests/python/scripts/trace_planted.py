@@ -2,8 +2,11 @@
 ADDMM_PER_STEP times (in forward only: their backward uses mm) and
 planted_call() exactly CALLS_PER_STEP times, then one optimizer step, so the
 test knows how many of each a window of N steps holds. The model's class is
-named like markup, to check escaping."""
+named like markup, to check escaping. An optional second argument names a
+module imported during the first step (from the script's folder).
+Usage: trace_planted.py [STEPS [MODULE]]"""
 
+import importlib
 import sys
 
 import torch
@@ -11,6 +14,7 @@ import torch
 ADDMM_PER_STEP = 3
 CALLS_PER_STEP = 1 + ADDMM_PER_STEP  # once before forward, once per addmm
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+IMPORT_IN_FIRST_STEP = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def planted_call(x):
@@ -34,8 +38,10 @@ Hostile = type("<img src=x onerror=alert(1)>", (torch.nn.Module,), {"__init__": 
 model = Hostile()
 opt = torch.optim.SGD(model.parameters(), lr=0.001)
 data = torch.randn(8, 16)
-for _ in range(STEPS):
+for step in range(STEPS):
     opt.zero_grad()
+    if step == 0 and IMPORT_IN_FIRST_STEP:
+        importlib.import_module(IMPORT_IN_FIRST_STEP)
     planted_call(data)
     model(data).sum().backward()
     opt.step()
