@@ -2,11 +2,14 @@
 
 The main process gives every DataLoader with num_workers > 0 a worker_init_fn
 that wraps the script's own (if any): `WorkerInit`, a picklable object, so it
-reaches the worker under both fork and spawn. In the worker it
+reaches the worker under every start method: fork, spawn and forkserver,
+whether the DataLoader names it (multiprocessing_context=) or the script set
+the default (multiprocessing.set_start_method). In the worker it
 
   - under fork, stops and drops what the worker inherited from the main
     process's profiling session (threads do not survive fork; the data would
-    be the parent's);
+    be the parent's); a spawned worker, or one forked from the forkserver (a
+    fresh interpreter that never profiled), inherits none;
   - starts a profiling session of its own (Python profile in the main
     process's mode, torch operators; no nn.Module scopes);
   - times each batch the worker produces (the Dataset fetch and collate), by
@@ -82,6 +85,19 @@ def _wrap_fetchers(clock):
         cls.fetch = timed
 
 
+def _start_method():
+    """How this worker process was started ("spawn" or "forkserver"; "fork"
+    is known from the inherited session). A DataLoader given a context starts
+    that context's Process class, which names its method; with the default
+    context, the child was told the parent's default in its preparation data
+    (multiprocessing.spawn.prepare), for spawn and forkserver alike."""
+    import multiprocessing
+
+    method = getattr(multiprocessing.current_process(), "_start_method", None)
+    # allow_none: never fixes a default the script has not chosen
+    return method or multiprocessing.get_start_method(allow_none=True) or "spawn"
+
+
 def _start(init, worker_id):
     global _parent_session
     inherited = _parent_session is not None
@@ -105,7 +121,7 @@ def _start(init, worker_id):
     main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
     main_cpu0 = time.clock_gettime(main_cpu_clock)
     pid = os.getpid()
-    start_method = "fork" if inherited else "spawn"
+    start_method = "fork" if inherited else _start_method()
 
     def finish():
         if os.getpid() != pid:

@@ -1,5 +1,7 @@
 """DataLoader worker processes (issue 6): each worker is profiled in its own
-process under fork and spawn, and its numbers match what the worker measured
+process under fork, spawn and forkserver (named by the DataLoader's
+multiprocessing_context, or set as the default with
+multiprocessing.set_start_method), and its numbers match what the worker measured
 about itself (tests/python/scripts/workers_slow_transform.py writes the time
 from the start of each batch's first item to the end of its collate, from
 perf_counter, per pid)."""
@@ -23,11 +25,14 @@ def _self_measurement(path):
     return batches, seconds
 
 
-@pytest.mark.parametrize("method,persistent", [("fork", False), ("spawn", False), ("fork", True)])
-def test_each_worker_is_profiled_and_matches_its_self_measurement(method, persistent, tmp_path):
+@pytest.mark.parametrize("method,persistent,as_default", [
+    ("fork", False, False), ("spawn", False, False), ("forkserver", False, False), ("fork", True, False),
+    # the process-wide default (Python 3.14 makes forkserver Linux's), no context given
+    ("spawn", False, True), ("forkserver", False, True), ("spawn", True, True)])
+def test_each_worker_is_profiled_and_matches_its_self_measurement(method, persistent, as_default, tmp_path):
     # GIVEN the same script under plain Python (the oracle for the training);
     # with persistent workers, still alive when the script ends
-    extra = ["--persistent"] if persistent else []
+    extra = (["--persistent"] if persistent else []) + (["--as-default"] if as_default else [])
     plain_truth = str(tmp_path / "plain.truth")
     plain = run_plain([script("workers_slow_transform.py"), "--start-method", method, "--truth", plain_truth,
                        *extra])

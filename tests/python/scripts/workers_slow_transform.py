@@ -8,10 +8,15 @@ workers' own self-measurement, which the profile's per-worker numbers are
 checked against. Prints the loss of every step (the training must be the same
 with and without the profiler).
 
-    python workers_slow_transform.py --start-method fork|spawn --truth PATH
+    python workers_slow_transform.py --start-method fork|spawn|forkserver --truth PATH
         [--workers 2] [--items 48] [--batch 4] [--work 100000] [--persistent]
+        [--as-default]
+
+--as-default sets the start method as the process-wide default
+(multiprocessing.set_start_method) and gives the DataLoader no context.
 """
 import argparse
+import multiprocessing
 import os
 import time
 
@@ -69,12 +74,18 @@ def main():
     ap.add_argument("--work", type=int, default=100000)
     ap.add_argument("--persistent", action="store_true", help="persistent_workers=True: alive after the loop")
     ap.add_argument("--segv-at-end", action="store_true", help="die by SIGSEGV after the loop")
+    ap.add_argument("--as-default", action="store_true",
+                    help="multiprocessing.set_start_method(METHOD), DataLoader without a context")
     a = ap.parse_args()
+    context = a.start_method
+    if a.as_default:
+        multiprocessing.set_start_method(a.start_method)
+        context = None
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(Planted(a.items, a.work, a.truth), batch_size=a.batch, shuffle=True,
-                        num_workers=a.workers, multiprocessing_context=a.start_method,
+                        num_workers=a.workers, multiprocessing_context=context,
                         collate_fn=TimedCollate(a.truth), persistent_workers=a.persistent,
                         generator=torch.Generator().manual_seed(1))
     for step, (x, y) in enumerate(loader):
