@@ -6,5 +6,11 @@ import sys
 
 from torchneck.cli import main
 
+
+def console():
+    """The `torchneck` command that `pip install` makes (pyproject.toml)."""
+    return main(sys.argv[1:])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(console())

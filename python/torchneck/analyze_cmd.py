@@ -7,10 +7,14 @@ import os
 
 from torchneck.errors import UsageError
 
-# The native binary, where `make build` puts it: <root>/build/, next to
-# <root>/python/torchneck/ (this package).
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NATIVE = os.path.join(_ROOT, "build", "torchneck-analyze")
+# The native binary: in this package's folder when torchneck was installed
+# by pip (pyproject.toml: CMake installs it next to the extension); else where
+# `make build` puts it, <root>/build/, next to <root>/python/torchneck/.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_INSTALLED = os.path.join(_HERE, "torchneck-analyze")
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_IN_TREE = os.path.join(_ROOT, "build", "torchneck-analyze")
+NATIVE = _INSTALLED if os.path.exists(_INSTALLED) else _IN_TREE
 
 # glibc's malloc in transparent huge pages, unless the user chose otherwise:
 # what ./torchneck sets for analyze too (docs/analyze.md measures it).
@@ -21,8 +25,11 @@ def exec_native(args):
     """Replaces this process by torchneck-analyze ARGS; returns only by a
     UsageError when the binary is not there."""
     if not os.access(NATIVE, os.X_OK):
-        raise UsageError("torchneck-analyze is not built (no build/torchneck-analyze); "
-                         "run `make build` in the torchneck folder")
+        if os.path.exists(os.path.join(_ROOT, "CMakeLists.txt")):  # the source tree
+            raise UsageError("torchneck-analyze is not built (no build/torchneck-analyze); "
+                             "run `make build` in the torchneck folder")
+        raise UsageError(f"torchneck-analyze is missing from {_HERE}; "
+                         "reinstall torchneck (pip install --no-build-isolation .)")
     env = dict(os.environ)
     env.setdefault("GLIBC_TUNABLES", _TUNABLES)
     try:
