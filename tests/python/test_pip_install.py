@@ -3,7 +3,8 @@ into a fresh venv that sees the torch installed for this Python: the
 `torchneck` command it installs profiles a bundled example from a folder
 outside the repository, `python -m torchneck`, `torchneck analyze` and
 `torchneck report` work, the wheel holds no torch, and an environment without
-torch is refused in one line before anything is compiled.
+torch, or whose isolated build cannot see it, is refused in one line before
+anything is compiled.
 
 The build is scikit-build-core's where this Python has it (Debian 13) and the
 backend's own CMake bridge where it does not (Debian 12): the test checks that
@@ -192,11 +193,13 @@ def test_installed_analyze_reads_a_kineto_trace(installed):
     assert ops[busiest] == calls[busiest], (busiest, ops, calls)
 
 
-def test_no_torch_is_one_line_before_any_compiler(tmp_path):
-    # GIVEN a venv without torch, and a PATH whose compilers and build tools only leave a mark
-    bin_dir = make_venv(tmp_path / "bare", system_site_packages=False)
+@pytest.mark.parametrize("case", ["no torch", "build isolation"])
+def test_a_build_that_cannot_see_torch_is_one_line_before_any_compiler(tmp_path, case):
+    # GIVEN a venv without torch, or one with torch that pip's isolated build cannot see,
+    # and a PATH whose compilers and build tools only leave a mark
+    bin_dir = make_venv(tmp_path / "venv", system_site_packages=case == "build isolation")
     probe = run([str(bin_dir / "python"), "-c", "import torch"])
-    assert probe.returncode != 0, "a venv without system site-packages imports torch"
+    assert (probe.returncode == 0) == (case == "build isolation"), probe.stderr
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     mark = tmp_path / "compiler-ran"
@@ -205,11 +208,14 @@ def test_no_torch_is_one_line_before_any_compiler(tmp_path):
         (stubs / tool).chmod(0o755)
     env = pip_env(tmp_path, PATH=f"{stubs}{os.pathsep}{os.environ.get('PATH', '')}")
     # WHEN pip installs the source tree into it
-    r = run([str(bin_dir / "python"), "-m", "pip", "install", "--no-build-isolation", "--no-index", "."],
-            cwd=ROOT, env=env)
+    isolation = ["--no-build-isolation"] if case == "no torch" else []
+    r = run([str(bin_dir / "python"), "-m", "pip", "install", *isolation, "--no-index", "."], cwd=ROOT, env=env)
     # THEN one line of ours says why, pip fails, and nothing was configured or compiled
-    ours = [line.strip() for line in (r.stdout + r.stderr).splitlines() if line.strip().startswith("torchneck:")]
+    out = r.stdout + r.stderr
+    ours = [line.strip() for line in out.splitlines() if line.strip().startswith("torchneck:")]
     assert r.returncode != 0
-    assert len(ours) == 1 and "torch is not installed in this environment" in ours[0], r.stdout + r.stderr
-    assert "Traceback" not in r.stdout + r.stderr
+    expected = ("torch is not installed in this environment" if case == "no torch"
+                else "pip's build isolation hides it; install with `pip install --no-build-isolation .`")
+    assert len(ours) == 1 and expected in ours[0], out
+    assert "Traceback" not in out
     assert not mark.exists(), mark.read_text()
