@@ -3,6 +3,7 @@
 them first (with the same parser rules, options.py) and gets out of the way.
 `analyze` reads Kineto traces in C++ and needs neither Python nor torch."""
 
+import glob
 import os
 
 from torchneck.errors import UsageError
@@ -25,11 +26,11 @@ def exec_native(args):
     """Replaces this process by torchneck-analyze ARGS; returns only by a
     UsageError when the binary is not there."""
     if not os.access(NATIVE, os.X_OK):
-        if os.path.exists(os.path.join(_ROOT, "CMakeLists.txt")):  # the source tree
-            raise UsageError("torchneck-analyze is not built (no build/torchneck-analyze); "
-                             "run `make build` in the torchneck folder")
-        raise UsageError(f"torchneck-analyze is missing from {_HERE}; "
-                         "reinstall torchneck (pip install --no-build-isolation .)")
+        if glob.glob(os.path.join(os.path.dirname(_HERE), "torchneck-*.dist-info")):  # pip installed it
+            raise UsageError(f"torchneck-analyze is missing from {_HERE}; "
+                             "reinstall torchneck (pip install --no-build-isolation .)")
+        raise UsageError("torchneck-analyze is not built (no build/torchneck-analyze); "
+                         "run `make build` in the torchneck folder")
     env = dict(os.environ)
     env.setdefault("GLIBC_TUNABLES", _TUNABLES)
     try:
