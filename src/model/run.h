@@ -140,6 +140,10 @@ struct ModuleInfo {
   std::string type;    // class name ("Conv2d")
   int64_t params = 0;  // parameters, children included
   int32_t parent = -1; // index of the enclosing module in Run::modules, -1 for a root
+  // torch.compile'd (the OptimizedModule wrapper, named and typed as the
+  // module it wraps): its inside runs as compiled graphs, with no module
+  // scopes of its own, so its time is its whole compiled region's.
+  bool compiled = false;
 };
 
 // One process of the run: the main one, or a DataLoader worker process

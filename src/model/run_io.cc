@@ -13,7 +13,7 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 4;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights
+constexpr uint32_t kVersion = 5;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights; 5: compiled modules
 
 class Writer {
  public:
@@ -312,6 +312,7 @@ std::string encode_run(const Run& run) {
     w.str(m.type);
     w.num(m.params);
     w.num(m.parent);
+    w.num<uint8_t>(m.compiled ? 1 : 0);
   }
   w.num<uint64_t>(run.module_events.size());
   for (const auto& m : run.module_events) {
@@ -422,12 +423,13 @@ Run decode_run(const std::string& bytes) {
   run.main_thread = r.num<uint32_t>();
   if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
   run.dropped_events = r.num<uint64_t>();
-  run.modules.resize(r.count(28));
+  run.modules.resize(r.count(29));
   for (auto& m : run.modules) {
     m.name = r.str();
     m.type = r.str();
     m.params = r.num<int64_t>();
     m.parent = r.num<int32_t>();
+    m.compiled = r.num<uint8_t>() != 0;
   }
   for (const auto& m : run.modules)
     if (m.parent < -1 || m.parent >= static_cast<int64_t>(run.modules.size())) r.fail("a module parent is out of range");

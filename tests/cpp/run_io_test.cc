@@ -74,7 +74,7 @@ Run full_run() {
   r.timeline = {ev, ev};
   r.main_thread = 0;
   r.dropped_events = 77;
-  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}};
+  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
   me.module = 1;
@@ -104,6 +104,8 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.python.at(1).callers.at(0).calls, 4u);
   EXPECT_EQ(after.timeline.at(1).kind, OpKind::kBackward);
   EXPECT_EQ(after.module_events.at(0).is_exit, 1);
+  EXPECT_FALSE(after.modules.at(1).compiled);
+  EXPECT_TRUE(after.modules.at(2).compiled);
   EXPECT_EQ(after.samples.at(1).stack, PySample::kNoStack);
   EXPECT_EQ(after.samples.at(0).t_ns, 40);
   EXPECT_EQ(after.samples.at(0).weight_ns, 5);

@@ -95,8 +95,69 @@ PyMethodDef g_pre_def = {"_torchneck_module_enter", reinterpret_cast<PyCFunction
 PyMethodDef g_post_def = {"_torchneck_module_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(post_hook)),
                           METH_FASTCALL, "torchneck: an nn.Module forward returned"};
 
+// torch.compile (torch >= 2): Dynamo traces nn.Module._call_impl, global
+// hooks included, and a C function it cannot trace is a graph break, in
+// every module of the compiled model (seen: 6 breaks and 6 frames compiled
+// instead of 0 and 1). Under torch.compiler the hook is this Python
+// function instead: when Dynamo traces it, is_compiling() is True and the
+// call is gone, so a compiled region has no module scopes of its own (the
+// module that was compiled is seen from outside, as its OptimizedModule
+// wrapper). Where Dynamo meets it as a frame of its own (the compiled
+// module's own hooks, called from _call_impl, which Dynamo skips), it would
+// compile it as a frame of its own (seen: 3 frames instead of 1): skip_code
+// keeps that frame out of Dynamo, and it runs as in eager code. In eager
+// code it costs one Python call more than the C hook. No torch.compiler
+// (torch 1.x): the C function is registered as it is.
+constexpr const char* kCompileSafeHookSource =
+    "def compile_safe(hook, is_compiling, skip_code):\n"
+    "    def torchneck_module_hook(module, *rest):\n"
+    "        if not is_compiling():\n"
+    "            hook(module)\n"
+    "    if skip_code is not None:\n"
+    "        skip_code(torchneck_module_hook.__code__)\n"
+    "    return torchneck_module_hook\n";
+
+// A new reference to `name` in module `module`, or None (new reference).
+PyObject* attr_or_none(const char* module, const char* name) {
+  PyObject* mod = PyImport_ImportModule(module);
+  PyObject* attr = mod ? PyObject_GetAttrString(mod, name) : nullptr;
+  Py_XDECREF(mod);
+  if (attr == nullptr) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  return attr;
+}
+
+// Returns a new reference to the hook to register: `fn` itself, or `fn`
+// wrapped by kCompileSafeHookSource; nullptr with a Python error set.
+PyObject* compile_safe_hook(PyObject* fn) {
+  PyObject* is_compiling = attr_or_none("torch.compiler", "is_compiling");
+  if (is_compiling == Py_None) {
+    Py_DECREF(is_compiling);
+    Py_INCREF(fn);
+    return fn;
+  }
+  PyObject* skip_code = attr_or_none("torch._C._dynamo.eval_frame", "skip_code");
+  PyObject* globals = PyDict_New();
+  PyObject* wrapped = nullptr;
+  if (globals != nullptr && PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
+    PyObject* r = PyRun_String(kCompileSafeHookSource, Py_file_input, globals, globals);
+    PyObject* make = r ? PyDict_GetItemString(globals, "compile_safe") : nullptr;  // borrowed
+    if (make != nullptr) wrapped = PyObject_CallFunctionObjArgs(make, fn, is_compiling, skip_code, nullptr);
+    Py_XDECREF(r);
+  }
+  Py_XDECREF(globals);
+  Py_DECREF(skip_code);
+  Py_DECREF(is_compiling);
+  return wrapped;
+}
+
 bool register_hook(PyObject* module_mod, const char* registrar, PyMethodDef* def) {
-  PyObject* fn = PyCFunction_New(def, nullptr);
+  PyObject* c_fn = PyCFunction_New(def, nullptr);
+  if (c_fn == nullptr) return false;
+  PyObject* fn = compile_safe_hook(c_fn);
+  Py_DECREF(c_fn);
   if (fn == nullptr) return false;
   PyObject* handle = PyObject_CallMethod(module_mod, registrar, "O", fn);
   Py_DECREF(fn);
@@ -129,6 +190,12 @@ int64_t parameter_count(PyObject* module) {
   Py_DECREF(it);
   PyErr_Clear();
   return n;
+}
+
+// "Linear", or the last part of "pkg.mod.Name" for static types.
+std::string type_name(PyObject* obj) {
+  const std::string tp_name = Py_TYPE(obj)->tp_name;
+  return tp_name.substr(tp_name.rfind('.') == std::string::npos ? 0 : tp_name.rfind('.') + 1);
 }
 
 // Qualified names from the parents' _modules dicts: the key under which a
@@ -235,10 +302,25 @@ void snapshot_module_scopes(Run& run) {
   if (g_scopes == nullptr) return;
   const size_t base = run.modules.size();
   const auto& mods = g_scopes->modules;
+  // The modules that torch.compile wrapped: their own calls (inside the
+  // wrapper's, from its hooks run outside the compiled frame) are left out,
+  // so that the wrapper alone stands for them.
+  std::vector<bool> wrapped(mods.size(), false);
   for (PyObject* m : mods) {
     ModuleInfo info;
-    const std::string tp_name = Py_TYPE(m)->tp_name;  // "Linear", or "pkg.mod.Name" for static types
-    info.type = tp_name.substr(tp_name.rfind('.') == std::string::npos ? 0 : tp_name.rfind('.') + 1);
+    info.type = type_name(m);
+    // torch.compile(module) returns an OptimizedModule holding the module as
+    // _orig_mod: shown as that module, marked compiled.
+    if (info.type == "OptimizedModule") {
+      if (PyObject* orig = PyObject_GetAttrString(m, "_orig_mod")) {
+        info.type = type_name(orig);
+        info.compiled = true;
+        const uint32_t id = g_scopes->index.find(reinterpret_cast<uint64_t>(orig));
+        if (id != FlatMap64::kMissing) wrapped[id] = true;
+        Py_DECREF(orig);
+      }
+      PyErr_Clear();
+    }
     info.params = parameter_count(m);
     run.modules.push_back(std::move(info));
   }
@@ -246,6 +328,7 @@ void snapshot_module_scopes(Run& run) {
   name_modules(run, base, mods);
   for (auto& t : g_scopes->threads) {
     t->events.for_each([&](const ModuleEvent& e) {
+      if (e.module < wrapped.size() && wrapped[e.module]) return;
       ModuleEvent c = e;
       c.module += static_cast<uint32_t>(base);
       run.module_events.push_back(c);
