@@ -1,6 +1,7 @@
 // Everything the reports show about one run, computed once.
 #pragma once
 
+#include "analyze/compiled.h"
 #include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
@@ -14,6 +15,7 @@ struct Analysis {
   Summary summary;
   StepAnalysis steps;
   LayerAnalysis layers;
+  CompileAnalysis compiled;  // torch.compile: what was seen of it
   Diagnosis diagnosis;
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
@@ -28,6 +30,7 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   a.summary = summarize(run, options);
   a.steps = analyze_steps(run);
   a.layers = analyze_layers(run);
+  a.compiled = analyze_compiled(run, a.steps);
   a.gpu = std::move(gpu);
   DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);
   if (!a.gpu.empty()) in.gpu = &a.gpu.front();

@@ -27,6 +27,7 @@ LayerAnalysis analyze_layers(const Run& run) {
     stats[i].name = run.modules[i].name;
     stats[i].type = run.modules[i].type;
     stats[i].params = run.modules[i].params;
+    stats[i].compiled = run.modules[i].compiled;
     int d = 0;
     for (int32_t p = run.modules[i].parent; p >= 0 && d < 256; p = run.modules[p].parent) ++d;
     stats[i].depth = d;
@@ -88,8 +89,12 @@ LayerAnalysis analyze_layers(const Run& run) {
     for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run.modules[m].parent)
       stats[m].backward_ns += own_backward[i];
   }
-  for (auto& s : stats)
+  for (auto& s : stats) {
+    // A compiled module's children ran inside its compiled region, unseen:
+    // it is not a leaf (heavy_layer must not name it as one layer).
+    if (s.compiled) s.leaf = false;
     if (s.calls > 0 || s.backward_ns > 0) out.layers.push_back(std::move(s));
+  }
   std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
     if (a.combined() != b.combined()) return a.combined() > b.combined();
     return a.name < b.name;

@@ -23,7 +23,8 @@ struct LayerStats {
   int64_t backward_ns = 0;  // inclusive
   int64_t params = 0;
   int depth = 0;            // 0 for a root model
-  bool leaf = true;         // no child module was called
+  bool leaf = true;         // no child module was called, and not compiled
+  bool compiled = false;    // torch.compile'd: its time is its compiled region's (compiled.h)
   int64_t combined() const { return forward_ns + backward_ns; }
 };
 

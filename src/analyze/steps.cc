@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "analyze/compiled.h"
 #include "analyze/timeline_view.h"
 
 namespace torchneck {
@@ -128,9 +129,15 @@ std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& 
   return steps;
 }
 
-void mark_steady(StepAnalysis& a) {
+// A step in which torch.compile compiled (its first call, a recompilation)
+// is not steady, however short the compilation: it ran other code (with
+// fewer than three steps, as for warm-up, every step is kept).
+void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling) {
   const size_t n = a.steps.size();
   if (n < 3) return;
+  for (Step& st : a.steps)
+    for (const Span& c : compiling)
+      if (c.first < st.end_ns && c.second > st.start_ns) st.steady = false;
   std::vector<int64_t> rest;
   for (size_t i = 1; i < n; ++i) rest.push_back(a.steps[i].duration());
   const auto m = static_cast<double>(median_of(rest));
@@ -273,7 +280,7 @@ StepAnalysis analyze_steps(const Run& run) {
     ++a.steps[sj].ops;
     a.steps[sj].op_self_ns += tv.self_ns[i];
   }
-  mark_steady(a);
+  mark_steady(a, compile_spans(run));
   a.count = a.steps.size();
   if (a.timeline_truncated && (a.source == "optimizer" || a.source == "dataloader")) {
     uint64_t calls = 0;
