@@ -224,10 +224,36 @@ void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
     w.field("params", x.params);
     w.field("depth", x.depth);
     w.field("leaf", x.leaf);
+    w.field("compiled", x.compiled);
     w.end_object();
   }
   w.end_array();
   w.field("backward_unattributed_ms", ns_to_ms(l.backward_unattributed_ns));
+}
+
+void write_compiled(JsonWriter& w, const CompileAnalysis& c, const StepAnalysis& steps) {
+  w.key("compiled").begin_object();
+  w.field("seen", c.seen);
+  w.key("modules").begin_array();
+  for (const auto& m : c.modules) w.value(m);
+  w.end_array();
+  w.key("graphs").begin_array();
+  for (const auto& g : c.graphs) w.value(g);
+  w.end_array();
+  w.field("recompiles", c.recompiles);
+  w.field("region_calls", c.region_calls);
+  w.field("forward_calls", c.forward_calls);
+  w.field("forward_ms", ns_to_ms(c.forward_ns));
+  w.field("backward_calls", c.backward_calls);
+  w.field("backward_ms", ns_to_ms(c.backward_ns));
+  w.field("compile_ms", ns_to_ms(c.compile_ns));
+  w.key("compile_steps").begin_array();
+  for (size_t i : c.compile_steps) w.value(static_cast<uint64_t>(i));
+  w.end_array();
+  uint64_t in_median = 0;
+  for (size_t i : c.compile_steps) in_median += i < steps.steps.size() && steps.steps[i].steady;
+  w.field("compile_steps_in_median", in_median);
+  w.end_object();
 }
 
 void write_findings(JsonWriter& w, const Diagnosis& d) {
@@ -286,6 +312,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   w.end_object();
   write_steps(w, analysis.steps, every);
   write_layers(w, analysis.layers, limits.layers);
+  write_compiled(w, analysis.compiled, analysis.steps);
   write_findings(w, analysis.diagnosis);
   write_processes(w, run);
   if (!analysis.gpu.empty()) {

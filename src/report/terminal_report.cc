@@ -175,6 +175,36 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
   if (s.timeline_truncated) out += "  (the timeline window filled up: later steps are not in these numbers)\n";
 }
 
+// What the collectors saw of torch.compile (analyze/compiled.h).
+void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnalysis& steps) {
+  if (!c.seen) return;
+  std::string modules;
+  for (const auto& m : c.modules) modules += (modules.empty() ? "" : ", ") + m;
+  appendf(out, "\ntorch.compile: %s; %zu compiled graph%s (Torch-Compiled Region) called %llu times, %llu recompilation%s\n",
+          modules.empty() ? "no compiled module called (a compiled function, or Module.compile())"
+                          : ("compiled module " + modules + " [compiled]").c_str(),
+          c.graphs.size(), c.graphs.size() == 1 ? "" : "s", static_cast<unsigned long long>(c.region_calls),
+          static_cast<unsigned long long>(c.recompiles), c.recompiles == 1 ? "" : "s");
+  appendf(out, "  inside: forward graph CompiledFunction %llu calls %.2f ms, backward CompiledFunctionBackward %llu calls %.2f ms;"
+          " inductor's kernels run inside them with no operator events (only extern ops such as aten::mm show);"
+          " their time is the compiled module's, as forward and backward\n",
+          static_cast<unsigned long long>(c.forward_calls), ns_to_ms(c.forward_ns),
+          static_cast<unsigned long long>(c.backward_calls), ns_to_ms(c.backward_ns));
+  if (c.compile_ns > 0) {
+    std::string which;
+    size_t in_median = 0;
+    for (size_t i : c.compile_steps) {
+      in_median += steps.steps[i].steady;
+      if (which.size() > 40) continue;
+      which += (which.empty() ? "" : ", ") + std::to_string(i + 1);
+      if (which.size() > 40) which += ", ...";
+    }
+    appendf(out, "  compilation: %.2f s (dynamo_timed scopes)%s%s%s\n", ns_to_s(c.compile_ns),
+            which.empty() ? "" : ", in step ", which.c_str(),
+            which.empty() ? "" : in_median == 0 ? " (warm-up: not in the median)" : " (some in the median)");
+  }
+}
+
 void layers_table(std::string& out, const LayerAnalysis& l) {
   if (l.layers.empty()) return;
   out += "\nLayers, top 10 by forward + backward (blocks include their children)\n";
@@ -182,7 +212,8 @@ void layers_table(std::string& out, const LayerAnalysis& l) {
   size_t shown = 0;
   for (const LayerStats& x : l.layers) {
     if (shown++ == 10) break;
-    const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name;
+    const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name +
+                             (x.compiled ? " [compiled]" : "");
     appendf(out, "  %-35s %-18s %6llu %11.2f %12.2f %11lld\n", ellipsize(name, 35).c_str(),
             ellipsize(x.type, 18).c_str(), static_cast<unsigned long long>(x.calls), ns_to_ms(x.forward_ns),
             ns_to_ms(x.backward_ns), static_cast<long long>(x.params));
@@ -225,6 +256,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   }
   verdict_and_findings(out, analysis.diagnosis);
   step_breakdown(out, analysis.steps);
+  compiled_section(out, analysis.compiled, analysis.steps);
   layers_table(out, analysis.layers);
   out += "\n";
   if (analysis.gpu.empty()) environment(out, run);
