@@ -31,7 +31,7 @@ struct LayerStats {
 struct LayerAnalysis {
   std::vector<LayerStats> layers;  // sorted by forward + backward, descending
   int64_t backward_attributed_ns = 0;  // backward node time that found a module
-  int64_t backward_unattributed_ns = 0;
+  int64_t backward_unattributed_ns = 0;  // also: backward nodes run while torch.compile compiled
 };
 
 LayerAnalysis analyze_layers(const Run& run);
