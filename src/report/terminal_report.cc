@@ -181,7 +181,7 @@ void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnal
   std::string modules;
   for (const auto& m : c.modules) modules += (modules.empty() ? "" : ", ") + m;
   appendf(out, "\ntorch.compile: %s; %zu compiled graph%s (Torch-Compiled Region) called %llu times, %llu recompilation%s\n",
-          modules.empty() ? "no compiled module called (a compiled function, or Module.compile())"
+          modules.empty() ? "no compiled module called (a compiled function)"
                           : ("compiled module " + modules + " [compiled]").c_str(),
           c.graphs.size(), c.graphs.size() == 1 ? "" : "s", static_cast<unsigned long long>(c.region_calls),
           static_cast<unsigned long long>(c.recompiles), c.recompiles == 1 ? "" : "s");

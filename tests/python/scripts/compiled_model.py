@@ -5,7 +5,7 @@ and the optimizer; the first call's compilation; and what Dynamo counted
 (frames, graphs, graph breaks), to check that the profiler neither breaks
 nor recompiles the graph.
 
-    python3 compiled_model.py [--steps N] [--eager] [--truth PATH]
+    python3 compiled_model.py [--steps N] [--eager | --in-place] [--truth PATH]
 """
 import time
 
@@ -57,12 +57,18 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--eager", action="store_true")
+    p.add_argument("--in-place", action="store_true",
+                   help="model.compile() (torch >= 2.2) instead of torch.compile(model)")
     p.add_argument("--truth", metavar="PATH")
     args = p.parse_args()
 
     torch.manual_seed(0)
     model = Net()
-    run_model = model if args.eager else torch.compile(model)
+    run_model = model
+    if args.in_place:
+        model.compile()
+    elif not args.eager:
+        run_model = torch.compile(model)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(args.batch_size, 128)
     y = torch.randint(0, 10, (args.batch_size,))
@@ -96,6 +102,7 @@ def main():
     if args.truth:
         truth = {
             "compiled": not args.eager,
+            "in_place": args.in_place,
             "steps": len(rows),
             "per_step_s": {k: [r[i] for r in rows]
                            for i, k in enumerate(("step", "forward", "backward", "optimizer",
@@ -106,7 +113,7 @@ def main():
             # The first step compiles forward (at the call) and backward (at
             # loss.backward()); later steps only run the compiled code.
             "first_step_s": rows[0][0],
-            "dynamo": None if args.eager else dynamo_counts(),
+            "dynamo": None if args.eager and not args.in_place else dynamo_counts(),
             "torch": torch.__version__,
         }
         tmp = args.truth + ".tmp"
