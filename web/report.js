@@ -229,7 +229,7 @@
     layers.forEach(function (l, i) {
       var yy = top + i * rowH;
       var g = svgEl('g', { 'class': 'layer' });
-      var label = l.name + ' (' + l.type + ')';
+      var label = l.name + (l.compiled ? ' [compiled]' : '') + ' (' + l.type + ')';  // torch.compile'd: its inside is unseen
       g.appendChild(svgEl('text', { x: labelW - 6, y: yy + 13, 'text-anchor': 'end', 'class': 'layer-name' }, truncate(label, Math.floor(labelW / 6.2))));
       var fw = (num(l.forward_ms) / max) * plotW, bw = (num(l.backward_ms) / max) * plotW;
       g.appendChild(svgEl('rect', { x: labelW, y: yy + 3, width: Math.max(fw, 0.5), height: rowH - 6, fill: PHASE_COLORS.forward }));
