@@ -5,6 +5,8 @@ set -eu
 PKGS="g++ make cmake python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-pytest libgtest-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libisal-dev clang libclang-rt-dev"
 # report.html's browser tests: Debian's Chromium, driven from Node (tests/browser).
 PKGS="$PKGS chromium"
+# tests/python/test_pip_install.py: a fresh venv to pip install the package into.
+PKGS="$PKGS python3-venv"
 # The Debian 13 root of `make test-trixie` (scripts/trixie-env.sh).
 PKGS="$PKGS debootstrap"
 command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

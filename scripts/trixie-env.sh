@@ -33,7 +33,9 @@ tbuild="$repo/build-trixie"
 # scripts/ensure-deps.sh's list (which is installed inside as it is on the host).
 # `pip install .` of the package (tests/python/test_pip_install.py) needs
 # venv, pip and the CMake build backend, which Debian 12 does not package.
-EXTRA_PKGS="ca-certificates procps python3-venv python3-pip python3-scikit-build-core"
+# torch.compile's inductor builds its CPU kernels through
+# torch.utils.cpp_extension, which imports setuptools (tests/python/test_compile.py).
+EXTRA_PKGS="ca-certificates procps python3-venv python3-pip python3-scikit-build-core python3-setuptools"
 
 if [ $# -eq 0 ]; then
   echo "usage: scripts/trixie-env.sh COMMAND [ARGS...]" >&2
