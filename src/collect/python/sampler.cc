@@ -25,8 +25,6 @@
 #include "collect/python/sampler.h"
 
 #include <Python.h>
-#include <pthread.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
