@@ -5,8 +5,8 @@
 (function () {
   'use strict';
   var SVGNS = 'http://www.w3.org/2000/svg';
-  var PHASES = ['data', 'forward', 'backward', 'optimizer', 'other'];
-  var PHASE_COLORS = { data: '#e74c3c', forward: '#3498db', backward: '#e67e22', optimizer: '#27ae60', other: '#95a5a6' };
+  var PHASES = ['data', 'forward', 'backward', 'optimizer', 'evaluation', 'other'];
+  var PHASE_COLORS = { data: '#e74c3c', forward: '#3498db', backward: '#e67e22', optimizer: '#27ae60', evaluation: '#8e44ad', other: '#95a5a6' };
 
   // --- small helpers -------------------------------------------------------
   function el(tag, cls, text) {

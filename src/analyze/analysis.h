@@ -29,7 +29,7 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   Analysis a;
   a.summary = summarize(run, options);
   a.steps = analyze_steps(run);
-  a.layers = analyze_layers(run);
+  a.layers = analyze_layers(run, a.steps.evaluation);
   a.compiled = analyze_compiled(run, a.steps);
   a.gpu = std::move(gpu);
   DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);

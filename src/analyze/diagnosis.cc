@@ -3,6 +3,7 @@
 #include "model/processes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <set>
@@ -68,11 +69,12 @@ void data_functions_from_calls(const Run& run, DiagnosisInput& in) {
 }
 
 std::string balanced_verdict(const StepAnalysis& s) {
-  if (s.median_ns <= 0) return "No training steps were found, so no bottleneck can be named.";
-  std::string v = "No dominant bottleneck: the median step (" + fmt_ms(s.median_ns) + ") splits into";
+  if (s.step_ns <= 0) return "No training steps were found, so no bottleneck can be named.";
+  std::string v = "No dominant bottleneck: a step (" + fmt_ms(s.step_ns) + " on average) splits into";
   for (int p = 0; p < kNumPhases; ++p) {
+    if (p == static_cast<int>(Phase::kEvaluation) && s.breakdown.ns[p] == 0) continue;
     v += std::string(p ? ", " : " ") + phase_name(static_cast<Phase>(p)) + " " +
-         fmt_pct(share(s.median.ns[p], s.median_ns));
+         fmt_pct(share(s.breakdown.ns[p], s.step_ns));
   }
   return v + ".";
 }
@@ -80,7 +82,7 @@ std::string balanced_verdict(const StepAnalysis& s) {
 }  // namespace
 
 double loading_cpu_fraction(const DiagnosisInput& in) {
-  const double data = share(in.steps.median[Phase::kData], in.steps.median_ns);
+  const double data = share(in.steps.breakdown[Phase::kData], in.steps.step_ns);
   if (in.main_cpu_fraction < 0 || data <= 0) return -1;
   return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
 }
@@ -96,6 +98,7 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     // not the loading waiting for I/O.
     const double wanted = run.run.main_thread_cpu_s + std::max(0.0, run.run.main_thread_runqueue_s);
     in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
+    in.main_runqueue_fraction = std::max(0.0, run.run.main_thread_runqueue_s) / run.run.wall_s;
   }
   for (const auto& p : run.processes)
     if (p.role != ProcessRole::kMain) in.workers.push_back(p);
@@ -113,7 +116,49 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
   return in;
 }
 
+namespace {
+
+// Fewer steps after warm-up than this cannot tell a bottleneck from a
+// one-off: findings stay low, and the verdict says so.
+constexpr size_t kMinStepsToDecide = 3;
+// The mean step's relative standard error (StepAnalysis::mean_error): within
+// 5 % over 20 steps or more is high confidence, within 15 % over 5 or more
+// is medium; anything else is low.
+constexpr double kHighConfidenceError = 0.05;
+constexpr size_t kHighConfidenceSteps = 20;
+constexpr double kMediumConfidenceError = 0.15;
+constexpr size_t kMediumConfidenceSteps = 5;
+
+// Too few steps to tell a bottleneck from a one-off. A run with no
+// iterations at all (one whole-run span: inference, a script with no loop
+// torchneck recognises) is judged on its aggregates instead.
+bool undecided(const StepAnalysis& steps) {
+  return steps.steady_count < kMinStepsToDecide && steps.source != "whole_run" && steps.step_ns > 0;
+}
+
+void set_confidence(Diagnosis& d, const StepAnalysis& steps) {
+  const size_t n = steps.steady_count;
+  const double error = n > 1 ? steps.mean_error : 1.0;
+  const char* level = n >= kHighConfidenceSteps && error <= kHighConfidenceError       ? "high"
+                      : n >= kMediumConfidenceSteps && error <= kMediumConfidenceError ? "medium"
+                                                                                       : "low";
+  char basis[160];
+  std::snprintf(basis, sizeof basis, "%zu step%s after warm-up, step time varying %.0f %% (mean known within %.0f %%)",
+                n, n == 1 ? "" : "s", 100 * steps.step_cv, 100 * 1.96 * error);
+  for (Finding& f : d.findings) {
+    f.confidence = level;
+    f.confidence_basis = basis;
+    if (undecided(steps) && f.severity != Severity::kLow) {
+      f.severity = Severity::kLow;
+      f.confidence_basis += "; too few steps to decide: shown as low";
+    }
+  }
+}
+
+}  // namespace
+
 void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
+  set_confidence(d, steps);
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
     const double ga = a.estimated_gain_pct.value_or(-1), gb = b.estimated_gain_pct.value_or(-1);
     if (ga != gb) return ga > gb;
@@ -128,7 +173,11 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
       break;
     }
   if (main == nullptr && !d.findings.empty() && d.findings.front().severity == Severity::kMedium) main = &d.findings.front();
-  if (main == nullptr) {
+  if (main == nullptr && !d.findings.empty() && undecided(steps)) {
+    d.verdict = "Undecided: only " + std::to_string(steps.steady_count) +
+                " step(s) after warm-up, too few to name a bottleneck (run more steps); the leading candidate is " +
+                d.findings.front().id + ".";
+  } else if (main == nullptr) {
     d.verdict = balanced_verdict(steps);
   } else {
     d.verdict = main->title + ".";

@@ -40,6 +40,9 @@ struct DiagnosisInput {
   // tells loading that computes (workers compete for cores) from loading
   // that waits (sleep, I/O: workers overlap freely).
   double main_cpu_fraction = -1;
+  // Share of the run the main thread was runnable but waiting for a CPU
+  // (schedstat), 0 when unknown: cores contended by workers and threads.
+  double main_runqueue_fraction = 0;
   // DataLoader worker processes (Run::processes without the main one), and
   // the function the workers spent most of their batch-producing time in.
   std::vector<ProcessInfo> workers;
@@ -92,7 +95,10 @@ std::vector<Finding> run_detectors(const DiagnosisInput& in, Evidence evidence);
 // diagnosis (analysis.h, add_gpu_reports).
 void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, const StepAnalysis& steps);
 
-// Sorts the findings (estimated gain, then severity) and writes the verdict.
+// Sorts the findings (estimated gain, then severity), gives each its
+// confidence from the steps it rests on (their number and spread: with
+// fewer than kMinStepsToDecide steps after warm-up no finding is above low,
+// and the verdict says what could not be decided), and writes the verdict.
 void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps);
 
 // The CPU detectors, the GPU ones when in.gpu is set, combined.

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace torchneck {
@@ -51,6 +52,14 @@ struct Finding {
   std::string recommendation;         // the code to change
   std::optional<double> estimated_gain_pct;  // step time saved; none when it cannot be backed
   std::string gain_arithmetic;        // how the estimate was made
+  // Named numbers a program reads (profile.json: keys of the finding), e.g.
+  // periodic_stall's period_steps.
+  std::vector<std::pair<std::string, double>> numbers;
+  // How far the steps it rests on can be trusted: "high", "medium" or
+  // "low", and why ("18 steps after warm-up, step time within +-4 %");
+  // set for every finding by finish_diagnosis (diagnosis.h).
+  std::string confidence;
+  std::string confidence_basis;
 };
 
 // A finding of the table's id at its default severity: how every detector

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analyze/compiled.h"
+#include "analyze/loop_spans.h"
 
 namespace torchneck {
 namespace {
@@ -21,7 +22,7 @@ struct Point {
 
 }  // namespace
 
-LayerAnalysis analyze_layers(const Run& run) {
+LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation) {
   LayerAnalysis out;
   const size_t nm = run.modules.size();
   if (nm == 0) return out;
@@ -62,8 +63,13 @@ LayerAnalysis analyze_layers(const Run& run) {
         auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
         if (it == stack.rend()) continue;
         const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
-        stats[p.ref].calls += 1;
-        stats[p.ref].forward_ns += p.t - stack[pos].second;
+        if (inside_any(evaluation, stack[pos].second, p.t)) {
+          stats[p.ref].eval_calls += 1;
+          stats[p.ref].eval_forward_ns += p.t - stack[pos].second;
+        } else {
+          stats[p.ref].calls += 1;
+          stats[p.ref].forward_ns += p.t - stack[pos].second;
+        }
         stack.resize(pos);  // also closes scopes whose forward raised
       } else {
         const OpEvent& e = run.timeline[p.ref];
@@ -111,7 +117,7 @@ LayerAnalysis analyze_layers(const Run& run) {
     // A compiled module's children ran inside its compiled region, unseen:
     // it is not a leaf (heavy_layer must not name it as one layer).
     if (s.compiled) s.leaf = false;
-    if (s.calls > 0 || s.backward_ns > 0) out.layers.push_back(std::move(s));
+    if (s.calls > 0 || s.backward_ns > 0 || s.eval_calls > 0) out.layers.push_back(std::move(s));
   }
   std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
     if (a.combined() != b.combined()) return a.combined() > b.combined();

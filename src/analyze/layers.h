@@ -18,8 +18,12 @@ struct LayerStats {
   uint32_t module = 0;  // index into Run::modules
   std::string name;
   std::string type;
-  uint64_t calls = 0;
-  int64_t forward_ns = 0;   // inclusive
+  uint64_t calls = 0;       // training calls (outside evaluation passes)
+  int64_t forward_ns = 0;   // inclusive, training calls only
+  // Calls inside evaluation passes (StepAnalysis::evaluation): not the
+  // training step's cost, shown apart.
+  uint64_t eval_calls = 0;
+  int64_t eval_forward_ns = 0;
   int64_t backward_ns = 0;  // inclusive
   int64_t params = 0;
   int depth = 0;            // 0 for a root model
@@ -34,6 +38,8 @@ struct LayerAnalysis {
   int64_t backward_unattributed_ns = 0;  // also: backward nodes run while torch.compile compiled
 };
 
-LayerAnalysis analyze_layers(const Run& run);
+// `evaluation`: the evaluation passes (StepAnalysis::evaluation, sorted):
+// module calls inside them count as eval_calls.
+LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation = {});
 
 }  // namespace torchneck

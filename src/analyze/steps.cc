@@ -1,22 +1,24 @@
 #include "analyze/steps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "analyze/compiled.h"
+#include "analyze/loop_spans.h"
+#include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
 
 namespace torchneck {
 namespace {
 
-// Warm-up: the first step always (it carries lazy initialisation), and any
-// of the first quarter (at most 5) slower than kWarmupFactor x the median.
-// Outliers anywhere: slower than kOutlierFactor x the median (a checkpoint
-// save, an evaluation pass). Both are excluded from the steady state.
+// Warm-up: the first step always (it carries lazy initialisation), and the
+// steps right after it, within the first quarter (at most 5), while each is
+// slower than kWarmupFactor x the median: a start that settles. A slow step
+// after a fast one is no warm-up (a loader with 2 workers makes every other
+// step slow from the start): it stays in the statistics and is explained
+// (slow_steps.h). Nothing else is left out.
 constexpr double kWarmupFactor = 1.5;
-constexpr double kOutlierFactor = 3.0;
-
-using Span = std::pair<int64_t, int64_t>;
 
 int64_t median_of(std::vector<int64_t> v) {
   if (v.empty()) return 0;
@@ -25,46 +27,9 @@ int64_t median_of(std::vector<int64_t> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Maximal runs of backward work on the main thread: a pass ends when an
-// event that is not backward work starts after everything of the pass ended.
-std::vector<Span> backward_passes(const TimelineView& tv) {
-  std::vector<Span> passes;
-  bool open = false;
-  for (size_t i : tv.main_events) {
-    const OpEvent& e = tv.run.timeline[i];
-    if (tv.is_backward(e)) {
-      if (!open) passes.emplace_back(e.start_ns, e.end_ns);
-      open = true;
-      passes.back().second = std::max(passes.back().second, e.end_ns);
-    } else if (open && e.start_ns >= passes.back().second) {
-      open = false;
-    }
-  }
-  return passes;
-}
-
-// Top-level nn.Module forward spans on the main thread.
-std::vector<Span> module_spans(const Run& run) {
-  std::vector<Span> spans;
-  std::vector<std::pair<uint32_t, int64_t>> stack;  // module, enter time
-  for (const ModuleEvent& e : run.module_events) {
-    if (e.thread_index != run.main_thread) continue;
-    if (!e.is_exit) {
-      stack.emplace_back(e.module, e.t_ns);
-      continue;
-    }
-    // Pop to the matching enter: a forward that raised left its enter open.
-    auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == e.module; });
-    if (it == stack.rend()) continue;
-    const size_t depth = static_cast<size_t>(stack.rend() - it) - 1;
-    if (depth == 0) spans.emplace_back(stack[0].second, e.t_ns);
-    stack.resize(depth);
-  }
-  return spans;
-}
-
 std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& passes,
-                               const std::vector<Span>& forward, std::string* source) {
+                               const std::vector<Span>& forward, const std::vector<Span>& evaluation,
+                               std::string* source) {
   const Run& run = tv.run;
   std::vector<Span> profiler, opt_steps, nexts;
   int64_t first = INT64_MAX, last = INT64_MIN;
@@ -74,7 +39,8 @@ std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& 
     last = std::max(last, e.end_ns);
     if (tv.is_profiler_step(e)) profiler.emplace_back(e.start_ns, e.end_ns);
     else if (tv.is_optimizer_step(e)) opt_steps.emplace_back(e.start_ns, e.end_ns);
-    else if (tv.is_data(e)) nexts.emplace_back(e.start_ns, e.end_ns);
+    // A validation loader's fetches belong to their evaluation pass.
+    else if (tv.is_data(e) && !inside_any(evaluation, e.start_ns, e.end_ns)) nexts.emplace_back(e.start_ns, e.end_ns);
   }
   if (!forward.empty()) {
     first = std::min(first, forward.front().first);
@@ -143,17 +109,20 @@ void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling) {
   const auto m = static_cast<double>(median_of(rest));
   a.steps[0].steady = false;
   const size_t warmup_window = std::min<size_t>(5, n / 4 + 1);
-  for (size_t i = 1; i < n; ++i) {
-    const auto d = static_cast<double>(a.steps[i].duration());
-    if ((i < warmup_window && d > kWarmupFactor * m) || d > kOutlierFactor * m) a.steps[i].steady = false;
-  }
+  for (size_t i = 1; i < warmup_window && static_cast<double>(a.steps[i].duration()) > kWarmupFactor * m; ++i)
+    a.steps[i].steady = false;
 }
 
 }  // namespace
 
 const char* phase_name(Phase p) {
-  static const char* names[] = {"data", "optimizer", "backward", "forward", "other"};
+  static const char* names[] = {"data", "optimizer", "backward", "forward", "evaluation", "other"};
   return names[static_cast<int>(p)];
+}
+
+const char* slow_kind_name(SlowKind k) {
+  static const char* names[] = {"", "periodic", "evaluation", "one-off"};
+  return names[static_cast<int>(k)];
 }
 
 int64_t StepBreakdown::total() const {
@@ -164,6 +133,25 @@ int64_t StepBreakdown::total() const {
 
 namespace {
 
+// The priority of the intervals, highest first: evaluation holds
+// everything inside its pass (its fetches, its forward); module calls
+// inside optimizer.step (LBFGS's closure) are forward and backward, while
+// the optimizer's own operators, outside any module call, are its own.
+constexpr int kTiers = 6;
+constexpr Phase kTierPhase[kTiers] = {Phase::kEvaluation, Phase::kData,      Phase::kBackward,
+                                      Phase::kForward,    Phase::kOptimizer, Phase::kForward};
+int tier_of(const PhaseInterval& iv) {
+  switch (iv.phase) {
+    case Phase::kEvaluation: return 0;
+    case Phase::kData: return 1;
+    case Phase::kBackward: return 2;
+    case Phase::kForward: return iv.loose ? 5 : 3;
+    case Phase::kOptimizer: return 4;
+    case Phase::kOther: break;
+  }
+  return -1;
+}
+
 // One sweep over all interval boundaries and step boundaries: each
 // elementary segment goes to the step containing it, under the
 // highest-priority phase active there.
@@ -173,14 +161,15 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
   struct Edge {
     int64_t t;
     int delta;
-    int phase;
+    int tier;
   };
   std::vector<Edge> edges;
   std::vector<int64_t> points;
   for (const auto& iv : intervals) {
-    if (iv.end_ns <= iv.start_ns) continue;
-    edges.push_back({iv.start_ns, +1, static_cast<int>(iv.phase)});
-    edges.push_back({iv.end_ns, -1, static_cast<int>(iv.phase)});
+    const int tier = tier_of(iv);
+    if (iv.end_ns <= iv.start_ns || tier < 0) continue;
+    edges.push_back({iv.start_ns, +1, tier});
+    edges.push_back({iv.end_ns, -1, tier});
     points.push_back(iv.start_ns);
     points.push_back(iv.end_ns);
   }
@@ -191,21 +180,21 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  int active[kNumPhases] = {0, 0, 0, 0, 0};
+  int active[kTiers] = {0, 0, 0, 0, 0, 0};
   size_t ei = 0, sj = 0;
   for (size_t k = 0; k + 1 < points.size(); ++k) {
     const int64_t t = points[k];
     while (ei < edges.size() && edges[ei].t <= t) {
-      active[edges[ei].phase] += edges[ei].delta;
+      active[edges[ei].tier] += edges[ei].delta;
       ++ei;
     }
     while (sj < steps.size() && steps[sj].end_ns <= t) ++sj;
     if (sj >= steps.size()) break;
     if (t < steps[sj].start_ns) continue;
     int phase = static_cast<int>(Phase::kOther);
-    for (int p = 0; p < static_cast<int>(Phase::kOther); ++p)
-      if (active[p] > 0) {
-        phase = p;
+    for (int tier = 0; tier < kTiers; ++tier)
+      if (active[tier] > 0) {
+        phase = static_cast<int>(kTierPhase[tier]);
         break;
       }
     steps[sj].breakdown.ns[phase] += points[k + 1] - t;
@@ -222,18 +211,64 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
 
 // The labelled intervals the breakdown is swept from.
 std::vector<PhaseInterval> phase_intervals(const TimelineView& tv, const std::vector<Span>& passes,
-                                           const std::vector<Span>& forward) {
+                                           const std::vector<Span>& forward, const std::vector<Span>& evaluation) {
   const Run& run = tv.run;
   std::vector<PhaseInterval> intervals;
+  for (const Span& e : evaluation) intervals.push_back({e.first, e.second, Phase::kEvaluation});
   for (const Span& p : passes) intervals.push_back({p.first, p.second, Phase::kBackward});
   for (const Span& f : forward) intervals.push_back({f.first, f.second, Phase::kForward});
   for (size_t i : tv.main_events) {
     const OpEvent& e = run.timeline[i];
     if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData});
     else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer});
-    else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward});
+    else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward, true});
   }
   return intervals;
+}
+
+// The statistics over the steady steps: time-weighted (every steady step's
+// whole time), their spread, and what the steps are made of.
+void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes) {
+  std::vector<int64_t> steady;
+  std::vector<int> micro;
+  StepBreakdown sum;
+  double ops = 0, op_self = 0, sq = 0;
+  size_t pj = 0;
+  for (Step& s : a.steps) {
+    while (pj < passes.size() && passes[pj].first < s.start_ns) ++pj;
+    for (size_t k = pj; k < passes.size() && passes[k].first < s.end_ns; ++k) ++s.micro_batches;
+    a.window_ns += s.duration();
+    a.evaluation_ns += s.breakdown[Phase::kEvaluation];
+    if (!s.steady) {
+      ++a.excluded;
+      continue;
+    }
+    steady.push_back(s.duration());
+    micro.push_back(s.micro_batches);
+    for (int p = 0; p < kNumPhases; ++p) sum.ns[p] += s.breakdown.ns[p];
+    a.steady_ns += s.duration();
+    ops += static_cast<double>(s.ops);
+    op_self += static_cast<double>(s.op_self_ns);
+  }
+  a.steady_count = steady.size();
+  a.median_ns = median_of(steady);
+  if (steady.empty()) return;
+  const auto n = static_cast<double>(steady.size());
+  a.step_ns = static_cast<int64_t>(static_cast<double>(a.steady_ns) / n);
+  int64_t assigned = 0;
+  for (int p = 0; p < kNumPhases; ++p) {
+    if (p == static_cast<int>(Phase::kOther)) continue;
+    a.breakdown.ns[p] = static_cast<int64_t>(static_cast<double>(sum.ns[p]) / n);
+    assigned += a.breakdown.ns[p];
+  }
+  a.breakdown.ns[static_cast<int>(Phase::kOther)] = a.step_ns - assigned;  // exact sum despite rounding
+  const double mean = static_cast<double>(a.steady_ns) / n;
+  for (int64_t d : steady) sq += (static_cast<double>(d) - mean) * (static_cast<double>(d) - mean);
+  a.step_cv = steady.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
+  std::sort(micro.begin(), micro.end());
+  a.micro_batches_per_step = micro[micro.size() / 2];
+  a.ops_per_step = ops / n;
+  a.op_self_ns_per_step = op_self / n;
 }
 
 }  // namespace
@@ -252,7 +287,7 @@ std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& ana
   std::vector<Step> steps = analysis.steps;
   for (Step& s : steps) s.breakdown = StepBreakdown{};
   std::vector<PhaseSegment> segments;
-  sweep(phase_intervals(tv, backward_passes(tv), module_spans(run)), steps, &segments);
+  sweep(phase_intervals(tv, backward_passes(tv), module_spans(run), analysis.evaluation), steps, &segments);
   return segments;
 }
 
@@ -262,21 +297,23 @@ StepAnalysis analyze_steps(const Run& run) {
   const TimelineView tv(run);
   const std::vector<Span> passes = backward_passes(tv);
   const std::vector<Span> forward = module_spans(run);
-  for (const Span& s : detect_steps(tv, passes, forward, &a.source)) {
+  a.evaluation = evaluation_passes(tv, passes, forward);
+  for (const Span& s : detect_steps(tv, passes, forward, a.evaluation, &a.source)) {
     Step st;
     st.start_ns = s.first;
     st.end_ns = s.second;
     a.steps.push_back(st);
   }
-  sweep(phase_intervals(tv, passes, forward), a.steps);
-  // Operators per step (all nesting levels) and their self time.
+  sweep(phase_intervals(tv, passes, forward, a.evaluation), a.steps);
+  // Operators per step (all nesting levels) and their self time, those of
+  // evaluation passes left out: they are not the training step's work.
   size_t sj = 0;
   for (size_t i : tv.main_events) {
     const OpEvent& e = run.timeline[i];
     if (e.kind != OpKind::kOperator) continue;
     while (sj < a.steps.size() && a.steps[sj].end_ns <= e.start_ns) ++sj;
     if (sj >= a.steps.size()) break;
-    if (e.start_ns < a.steps[sj].start_ns) continue;
+    if (e.start_ns < a.steps[sj].start_ns || inside_any(a.evaluation, e.start_ns, e.end_ns)) continue;
     ++a.steps[sj].ops;
     a.steps[sj].op_self_ns += tv.self_ns[i];
   }
@@ -298,34 +335,8 @@ StepAnalysis analyze_steps(const Run& run) {
     }
     a.count = std::max<size_t>(a.count, static_cast<size_t>(calls / k));
   }
-  std::vector<int64_t> steady;
-  StepBreakdown sum;
-  int64_t sum_total = 0;
-  double ops = 0, op_self = 0;
-  for (const Step& s : a.steps) {
-    if (!s.steady) {
-      ++a.excluded;
-      continue;
-    }
-    steady.push_back(s.duration());
-    for (int p = 0; p < kNumPhases; ++p) sum.ns[p] += s.breakdown.ns[p];
-    sum_total += s.duration();
-    ops += static_cast<double>(s.ops);
-    op_self += static_cast<double>(s.op_self_ns);
-  }
-  a.median_ns = median_of(steady);
-  if (sum_total > 0) {
-    int64_t assigned = 0;
-    for (int p = 0; p < kNumPhases - 1; ++p) {
-      a.median.ns[p] = static_cast<int64_t>(static_cast<double>(sum.ns[p]) * a.median_ns / sum_total);
-      assigned += a.median.ns[p];
-    }
-    a.median.ns[kNumPhases - 1] = a.median_ns - assigned;  // exact sum despite rounding
-  }
-  if (!steady.empty()) {
-    a.ops_per_step = ops / static_cast<double>(steady.size());
-    a.op_self_ns_per_step = op_self / static_cast<double>(steady.size());
-  }
+  steady_statistics(a, passes);
+  classify_slow_steps(run, a);
   return a;
 }
 

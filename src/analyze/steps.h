@@ -10,26 +10,55 @@
 
 namespace torchneck {
 
-enum class Phase : int { kData = 0, kOptimizer, kBackward, kForward, kOther };
-constexpr int kNumPhases = 5;
-const char* phase_name(Phase p);  // "data", "optimizer", ...
+// Where a step's time goes. Every instant belongs to one phase, by priority
+// (steps.cc, kTier): evaluation > data > backward > forward (module calls)
+// > optimizer > forward (operators outside module calls) > other.
+enum class Phase : int { kData = 0, kOptimizer, kBackward, kForward, kEvaluation, kOther };
+constexpr int kNumPhases = 6;
+const char* phase_name(Phase p);  // "data", "optimizer", ..., "evaluation", "other"
 
 struct StepBreakdown {
-  int64_t ns[kNumPhases] = {0, 0, 0, 0, 0};
+  int64_t ns[kNumPhases] = {0, 0, 0, 0, 0, 0};
   int64_t total() const;
   int64_t operator[](Phase p) const { return ns[static_cast<int>(p)]; }
   // Forward + backward + optimizer: the work a faster model would shrink.
   int64_t compute() const { return (*this)[Phase::kForward] + (*this)[Phase::kBackward] + (*this)[Phase::kOptimizer]; }
 };
 
+// A step after warm-up is typical, or slow (> kSlowFactor x the typical
+// step); a slow one is explained by what made it slow (slow_steps.h).
+enum class SlowKind : uint8_t { kNone, kPeriodic, kEvaluation, kOneOff };
+const char* slow_kind_name(SlowKind k);  // "", "periodic", "evaluation", "one-off"
+
 struct Step {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   StepBreakdown breakdown;  // sums to end_ns - start_ns
-  bool steady = true;       // false: warm-up or outlier, excluded from the median
-  uint64_t ops = 0;         // operator events on the main thread in the step
+  // false: warm-up (the first step, a slow start, a step that compiled),
+  // the only steps left out of the statistics. Slow steps stay in: they are
+  // time the user pays.
+  bool steady = true;
+  SlowKind slow = SlowKind::kNone;  // steady steps only
+  uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
+  int micro_batches = 0;    // backward passes in the step (gradient accumulation: several)
   int64_t duration() const { return end_ns - start_ns; }
+};
+
+// Slow steps of one kind, and what their extra time was spent on.
+struct SlowGroup {
+  SlowKind kind = SlowKind::kNone;
+  std::vector<size_t> steps;  // indices into StepAnalysis::steps
+  int period = 0;             // periodic: every `period`-th step ...
+  size_t first = 0;           // ... from this one on
+  int64_t excess_ns = 0;      // their time beyond a typical step each, summed
+  double share = 0;           // excess_ns over the steady steps' time
+  Phase phase = Phase::kOther;  // the phase that grew most in them
+  int64_t phase_slow_ns = 0;    // that phase, mean per slow step ...
+  int64_t phase_typical_ns = 0; // ... and per typical step
+  // The Python function that runs in these steps and hardly in the others
+  // (sample mode): "save_checkpoint (train.py:40) -> save (torch/serialization.py:376)".
+  std::string what;
 };
 
 struct StepAnalysis {
@@ -41,12 +70,28 @@ struct StepAnalysis {
   // filled up, counted from the exact aggregates (optimizer steps, DataLoader
   // fetches) where the source allows.
   size_t count = 0;
-  size_t excluded = 0;     // warm-up and outlier steps
+  size_t excluded = 0;     // warm-up steps
+  size_t steady_count = 0; // the steps the statistics are over
+  // Where the run's time went: the steady steps' time, all of it, divided
+  // by their number (a time-weighted mean: slow steps count with their
+  // whole time, as the user pays it); `breakdown` sums exactly to step_ns.
+  int64_t step_ns = 0;
+  StepBreakdown breakdown;
+  int64_t steady_ns = 0;   // the steady steps' time, summed
+  double step_cv = 0;      // their spread: standard deviation / mean
+  // How well step_ns is known: its relative standard error, stratified by
+  // kind of step (typical, periodic, evaluation, one-off: slow_steps.h).
+  double mean_error = 0;
   int64_t median_ns = 0;   // median steady step
-  // Steady-state breakdown: mean share per phase, scaled to the median step,
-  // so the phases sum exactly to median_ns.
-  StepBreakdown median;
-  double ops_per_step = 0;     // steady-state mean
+  int64_t typical_ns = 0;  // median of the steady steps that are not slow
+  std::vector<SlowGroup> slow;  // periodic, evaluation, one-off (slow_steps.h)
+  // Evaluation passes (loop_spans.h), over every step in the window, and
+  // their time (in steps' evaluation phase).
+  std::vector<std::pair<int64_t, int64_t>> evaluation;
+  int64_t evaluation_ns = 0;
+  int64_t window_ns = 0;   // all steps' time in the window, warm-up included
+  double micro_batches_per_step = 0;  // median backward passes per steady step
+  double ops_per_step = 0;     // steady-state mean, evaluation left out
   double op_self_ns_per_step = 0;
   bool timeline_truncated = false;  // events were dropped: later steps unseen
 };
@@ -65,12 +110,16 @@ struct PhaseSegment {
 std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis);
 
 // Exposed for tests: splits [start, end) among labelled intervals, each
-// instant to the highest-priority (lowest Phase value) interval covering it,
-// the rest to kOther.
+// instant to the highest-priority interval covering it (the order in the
+// Phase comment above), the rest to kOther. `loose`: a forward operator
+// outside any module call, below the optimizer (an optimizer's own
+// operators are forward-labelled; module calls inside optimizer.step, as
+// LBFGS's closure makes, are forward and backward).
 struct PhaseInterval {
   int64_t start_ns;
   int64_t end_ns;
   Phase phase;
+  bool loose = false;
 };
 StepBreakdown attribute_phases(const std::vector<PhaseInterval>& intervals, int64_t start_ns,
                                int64_t end_ns);

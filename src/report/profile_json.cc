@@ -192,9 +192,29 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.field("in_window", static_cast<uint64_t>(s.steps.size()));
   w.field("source", s.source);
   w.field("warmup_excluded", static_cast<uint64_t>(s.excluded));
+  w.field("steady", static_cast<uint64_t>(s.steady_count));
+  w.field("step_ms", ns_to_ms(s.step_ns));
   w.field("median_ms", ns_to_ms(s.median_ns));
-  write_breakdown(w, "breakdown_ms", s.median, false, s.median_ns);
-  write_breakdown(w, "breakdown_pct", s.median, true, s.median_ns);
+  w.field("typical_ms", ns_to_ms(s.typical_ns));
+  w.field("step_cv", s.step_cv);
+  write_breakdown(w, "breakdown_ms", s.breakdown, false, s.step_ns);
+  write_breakdown(w, "breakdown_pct", s.breakdown, true, s.step_ns);
+  w.field("evaluation_passes", static_cast<uint64_t>(s.evaluation.size()));
+  w.field("evaluation_pct", 100.0 * share(s.evaluation_ns, s.window_ns));
+  w.field("micro_batches_per_step", s.micro_batches_per_step);
+  w.key("slow").begin_array();
+  for (const SlowGroup& g : s.slow) {
+    w.begin_object();
+    w.field("kind", slow_kind_name(g.kind));
+    w.field("count", static_cast<uint64_t>(g.steps.size()));
+    w.field("period_steps", static_cast<int64_t>(g.period));
+    w.field("excess_ms", ns_to_ms(g.excess_ns));
+    w.field("share_pct", 100.0 * g.share);
+    w.field("phase", phase_name(g.phase));
+    w.field("what", g.what);
+    w.end_object();
+  }
+  w.end_array();
   w.field("ops_per_step", s.ops_per_step);
   w.field("timeline_truncated", s.timeline_truncated);
   w.key("per_step").begin_array();
@@ -204,6 +224,8 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
     w.field("start_s", ns_to_s(st.start_ns));
     w.field("ms", ns_to_ms(st.duration()));
     w.field("steady", st.steady);
+    w.field("slow", slow_kind_name(st.slow));
+    w.field("micro_batches", static_cast<int64_t>(st.micro_batches));
     write_breakdown(w, "breakdown_ms", st.breakdown, false, st.duration());
     w.end_object();
   }
@@ -221,6 +243,8 @@ void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
     w.field("calls", x.calls);
     w.field("forward_ms", ns_to_ms(x.forward_ns));
     w.field("backward_ms", ns_to_ms(x.backward_ns));
+    w.field("eval_calls", x.eval_calls);
+    w.field("eval_forward_ms", ns_to_ms(x.eval_forward_ns));
     w.field("params", x.params);
     w.field("depth", x.depth);
     w.field("leaf", x.leaf);
@@ -271,6 +295,9 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
     if (f.estimated_gain_pct) w.value(*f.estimated_gain_pct);
     else w.null();
     w.field("gain_arithmetic", f.gain_arithmetic);
+    w.field("confidence", f.confidence);
+    w.field("confidence_basis", f.confidence_basis);
+    for (const auto& [key, value] : f.numbers) w.field(key.c_str(), value);
     w.end_object();
   }
   w.end_array();

@@ -152,26 +152,42 @@ void verdict_and_findings(std::string& out, const Diagnosis& d) {
     out += "      fix:      " + f.recommendation + "\n";
     if (f.estimated_gain_pct) appendf(out, "      gain:     about -%.0f %% step time (%s)\n", *f.estimated_gain_pct, f.gain_arithmetic.c_str());
     else out += "      gain:     " + f.gain_arithmetic + "\n";
+    if (!f.confidence.empty()) out += "      confidence: " + f.confidence + " (" + f.confidence_basis + ")\n";
   }
 }
 
 void step_breakdown(std::string& out, const StepAnalysis& s) {
   if (s.steps.empty()) return;
-  appendf(out, "\nStep time: %zu steps (%s boundaries), %zu warm-up/outlier excluded, median %.2f ms\n",
-          s.count, s.source.c_str(), s.excluded, ns_to_ms(s.median_ns));
-  static const char marks[] = {'D', 'O', 'B', 'F', '.'};
+  appendf(out, "\nStep time: %zu steps (%s boundaries), %zu warm-up left out; %.2f ms a step on average over the other %zu "
+          "(every one with its whole time), median %.2f ms\n",
+          s.count, s.source.c_str(), s.excluded, ns_to_ms(s.step_ns), s.steady_count, ns_to_ms(s.median_ns));
+  static const char marks[] = {'D', 'O', 'B', 'F', 'E', '.'};
   constexpr int kWidth = 60;
   std::string bar;
   for (int p = 0; p < kNumPhases; ++p) {
-    const auto cells = static_cast<int>(kWidth * share(s.median.ns[p], s.median_ns) + 0.5);
+    const auto cells = static_cast<int>(kWidth * share(s.breakdown.ns[p], s.step_ns) + 0.5);
     bar.append(static_cast<size_t>(std::max(0, cells)), marks[p]);
   }
   bar.resize(kWidth, '.');
   out += "  [" + bar + "]\n  ";
-  for (int p = 0; p < kNumPhases; ++p)
-    appendf(out, "%s%c %s %.2f ms (%.0f%%)", p ? "  " : "", marks[p], phase_name(static_cast<Phase>(p)),
-            ns_to_ms(s.median.ns[p]), 100 * share(s.median.ns[p], s.median_ns));
+  bool first = true;
+  for (int p = 0; p < kNumPhases; ++p) {
+    if (p == static_cast<int>(Phase::kEvaluation) && s.breakdown.ns[p] == 0) continue;
+    appendf(out, "%s%c %s %.2f ms (%.0f%%)", first ? "" : "  ", marks[p], phase_name(static_cast<Phase>(p)),
+            ns_to_ms(s.breakdown.ns[p]), 100 * share(s.breakdown.ns[p], s.step_ns));
+    first = false;
+  }
   out += "\n";
+  if (s.micro_batches_per_step > 1)
+    appendf(out, "  %.0f micro-batches (forward + backward) per optimizer step: gradient accumulation\n",
+            s.micro_batches_per_step);
+  for (const SlowGroup& g : s.slow) {
+    appendf(out, "  slow steps, %s: %zu", slow_kind_name(g.kind), g.steps.size());
+    if (g.kind == SlowKind::kPeriodic) appendf(out, " (every %d steps from step %zu)", g.period, g.first + 1);
+    appendf(out, ", %.2f ms beyond a typical %.2f ms step in all (%.1f %% of the steps' time), mostly %s%s%s\n",
+            ns_to_ms(g.excess_ns), ns_to_ms(s.typical_ns), 100 * g.share, phase_name(g.phase),
+            g.what.empty() ? "" : "; in them: ", g.what.c_str());
+  }
   if (s.timeline_truncated) out += "  (the timeline window filled up: later steps are not in these numbers)\n";
 }
 
@@ -201,7 +217,7 @@ void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnal
     }
     appendf(out, "  compilation: %.2f s (dynamo_timed scopes)%s%s%s\n", ns_to_s(c.compile_ns),
             which.empty() ? "" : ", in step ", which.c_str(),
-            which.empty() ? "" : in_median == 0 ? " (warm-up: not in the median)" : " (some in the median)");
+            which.empty() ? "" : in_median == 0 ? " (warm-up: left out of the statistics)" : " (some in the statistics)");
   }
 }
 

@@ -34,6 +34,7 @@ const char* phase_label(Phase p) {
     case Phase::kForward: return "forward";
     case Phase::kBackward: return "backward";
     case Phase::kOptimizer: return "optimizer";
+    case Phase::kEvaluation: return "evaluation";
     default: return "other";
   }
 }
@@ -132,10 +133,11 @@ void TraceBuilder::add_steps(size_t steps_in_window) {
     s.start = st.start_ns;
     s.end = st.end_ns;
     s.cat = SliceCat::kStep;
-    s.name = own("step " + std::to_string(i) + (st.steady ? "" : (i == 0 ? " (warm-up)" : " (warm-up or outlier)")));
+    s.name = own("step " + std::to_string(i) + (st.steady ? (st.slow == SlowKind::kNone ? "" : std::string(" (slow: ") + slow_kind_name(st.slow) + ")")
+                                             : std::string(" (warm-up)")));
     add_arg(a, "step", static_cast<int64_t>(i));
     add_arg_ms(a, "ms", st.duration());
-    add_arg(a, "steady", st.steady ? "yes" : "no: excluded from the median");
+    add_arg(a, "steady", st.steady ? "yes" : "no: warm-up, left out of the statistics");
     for (int p = 0; p < kNumPhases; ++p)
       add_arg_ms(a, std::string(phase_name(static_cast<Phase>(p))) + "_ms", st.breakdown.ns[p]);
     add_arg(a, "operators", static_cast<int64_t>(st.ops));

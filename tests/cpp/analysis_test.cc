@@ -7,54 +7,51 @@
 
 #include "analyze/layers.h"
 #include "analyze/steps.h"
+#include "run_builder.h"
 
 namespace torchneck {
 namespace {
 
-struct RunBuilder {
-  torchneck::Run run;
-  uint32_t name(const std::string& s) {
-    for (uint32_t i = 0; i < run.strings.size(); ++i)
-      if (run.strings[i] == s) return i;
-    run.strings.push_back(s);
-    return static_cast<uint32_t>(run.strings.size() - 1);
-  }
-  void event(const std::string& n, OpKind kind, int64_t start, int64_t end, int64_t seq = -1,
-             uint64_t fwd_tid = 1, uint32_t thread = 0) {
-    OpEvent e{};
-    e.start_ns = start;
-    e.end_ns = end;
-    e.seq_nr = seq;
-    e.forward_tid = fwd_tid;
-    e.name_id = name(n);
-    e.thread_index = thread;
-    e.kind = kind;
-    run.timeline.push_back(e);
-  }
-  void module(uint32_t m, int64_t enter, int64_t exit) {
-    run.module_events.push_back(ModuleEvent{enter, m, 0, 0, {}});
-    run.module_events.push_back(ModuleEvent{exit, m, 0, 1, {}});
-  }
-  void finish() {
-    std::stable_sort(run.timeline.begin(), run.timeline.end(),
-                     [](const OpEvent& a, const OpEvent& b) { return a.start_ns < b.start_ns; });
-    std::stable_sort(run.module_events.begin(), run.module_events.end(),
-                     [](const ModuleEvent& a, const ModuleEvent& b) { return a.t_ns < b.t_ns; });
-  }
-};
+using RunBuilder = test_support::RunBuilder;
 
 TEST(AttributePhases, HigherPriorityWinsAndTheRestIsOther) {
-  // GIVEN forward [0,100) containing data [10,30) and optimizer [80,120)
+  // GIVEN loose forward operators [0,100) containing data [10,30) and an optimizer step [80,120)
   const std::vector<PhaseInterval> iv = {
-      {0, 100, Phase::kForward}, {10, 30, Phase::kData}, {80, 120, Phase::kOptimizer}};
+      {0, 100, Phase::kForward, true}, {10, 30, Phase::kData}, {80, 120, Phase::kOptimizer}};
   // WHEN the step [0,150) is split
   const StepBreakdown b = attribute_phases(iv, 0, 150);
-  // THEN each instant counts once, by priority data > optimizer > backward > forward
+  // THEN each instant counts once, by priority data > optimizer > loose operators
   EXPECT_EQ(b[Phase::kData], 20);
   EXPECT_EQ(b[Phase::kOptimizer], 40);
   EXPECT_EQ(b[Phase::kForward], 60);
   EXPECT_EQ(b[Phase::kOther], 30);
   EXPECT_EQ(b.total(), 150);
+}
+
+TEST(AttributePhases, ModuleCallsInsideTheOptimizerStepAreForwardAndBackward) {
+  // GIVEN optimizer.step(closure) [0,100) (LBFGS) whose closure calls the
+  // model [10,40) and runs backward [40,80); the optimizer's own update
+  // operators [85,95) are loose forward operators
+  const std::vector<PhaseInterval> iv = {{0, 100, Phase::kOptimizer}, {10, 40, Phase::kForward},
+                                         {40, 80, Phase::kBackward}, {85, 95, Phase::kForward, true}};
+  const StepBreakdown b = attribute_phases(iv, 0, 100);
+  // THEN forward and backward are the model's, the rest the optimizer's
+  EXPECT_EQ(b[Phase::kForward], 30);
+  EXPECT_EQ(b[Phase::kBackward], 40);
+  EXPECT_EQ(b[Phase::kOptimizer], 30);
+  EXPECT_EQ(b.total(), 100);
+}
+
+TEST(AttributePhases, EvaluationHoldsEverythingInsideItsPass) {
+  // GIVEN an evaluation pass [100,200) with a validation fetch [100,120) and
+  // a module call [120,190) inside, after a training fetch [0,50)
+  const std::vector<PhaseInterval> iv = {{0, 50, Phase::kData}, {100, 200, Phase::kEvaluation},
+                                         {100, 120, Phase::kData}, {120, 190, Phase::kForward}};
+  const StepBreakdown b = attribute_phases(iv, 0, 200);
+  EXPECT_EQ(b[Phase::kData], 50);
+  EXPECT_EQ(b[Phase::kEvaluation], 100);
+  EXPECT_EQ(b[Phase::kForward], 0);
+  EXPECT_EQ(b[Phase::kOther], 50);
 }
 
 TEST(Steps, TwoOptimizersPerIterationCountOnce) {
@@ -83,7 +80,7 @@ TEST(Steps, TwoOptimizersPerIterationCountOnce) {
   EXPECT_EQ(b[Phase::kOther], 100);
   EXPECT_FALSE(a.steps[0].steady);  // first step: warm-up
   EXPECT_EQ(a.excluded, 1u);
-  EXPECT_EQ(a.median.total(), a.median_ns);
+  EXPECT_EQ(a.breakdown.total(), a.step_ns);
 }
 
 TEST(Steps, ProfilerStepScopesComeFirst) {

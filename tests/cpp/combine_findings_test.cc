@@ -22,11 +22,11 @@ DiagnosisInput cpu_side() {
   in.env.cpu_cores = 4;
   in.env.torch_threads = 4;
   in.steps.steps.resize(10);
-  in.steps.median_ns = 100 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kData)] = 30 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kOptimizer)] = 25 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kForward)] = 25 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
+  in.steps.step_ns = 100 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kData)] = 30 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kOptimizer)] = 25 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kForward)] = 25 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
   return in;
 }
 

@@ -9,55 +9,12 @@
 #include "analyze/compiled.h"
 #include "analyze/layers.h"
 #include "analyze/steps.h"
+#include "run_builder.h"
 
 namespace torchneck {
 namespace {
 
-struct Builder {
-  Run run;
-  uint32_t name(const std::string& s) {
-    for (uint32_t i = 0; i < run.strings.size(); ++i)
-      if (run.strings[i] == s) return i;
-    run.strings.push_back(s);
-    return static_cast<uint32_t>(run.strings.size() - 1);
-  }
-  void event(const std::string& n, OpKind kind, int64_t start, int64_t end, int64_t seq = -1, uint32_t thread = 0) {
-    OpEvent e{};
-    e.start_ns = start;
-    e.end_ns = end;
-    e.seq_nr = seq;
-    e.forward_tid = 1;
-    e.name_id = name(n);
-    e.thread_index = thread;
-    e.kind = kind;
-    run.timeline.push_back(e);
-    bool found = false;
-    for (OpStats& op : run.ops)
-      if (op.name == n && op.kind == kind) {
-        ++op.calls;
-        op.total_ns += end - start;
-        found = true;
-      }
-    if (!found) {
-      OpStats op;
-      op.name = n;
-      op.kind = kind;
-      op.calls = 1;
-      op.total_ns = end - start;
-      run.ops.push_back(op);
-    }
-  }
-  void module(uint32_t m, int64_t enter, int64_t exit) {
-    run.module_events.push_back(ModuleEvent{enter, m, 0, 0, {}});
-    run.module_events.push_back(ModuleEvent{exit, m, 0, 1, {}});
-  }
-  void finish() {
-    std::stable_sort(run.timeline.begin(), run.timeline.end(),
-                     [](const OpEvent& a, const OpEvent& b) { return a.start_ns < b.start_ns; });
-    std::stable_sort(run.module_events.begin(), run.module_events.end(),
-                     [](const ModuleEvent& a, const ModuleEvent& b) { return a.t_ns < b.t_ns; });
-  }
-};
+using Builder = test_support::RunBuilder;
 
 // GIVEN four training steps of a compiled Net (the OptimizedModule seen from
 // outside), each: forward [s, s+100) holding the region and CompiledFunction,
@@ -115,10 +72,10 @@ TEST(Compiled, RegionsCompilationAndItsStepsAreSeen) {
   EXPECT_EQ(c.compile_steps, std::vector<size_t>{0});
   EXPECT_FALSE(steps.steps[0].steady);
   // the steady steps are 200 ns: 100 forward, 80 backward, 20 optimizer
-  EXPECT_EQ(steps.median_ns, 200);
-  EXPECT_EQ(steps.median[Phase::kForward], 100);
-  EXPECT_EQ(steps.median[Phase::kBackward], 80);
-  EXPECT_EQ(steps.median[Phase::kOptimizer], 20);
+  EXPECT_EQ(steps.step_ns, 200);
+  EXPECT_EQ(steps.breakdown[Phase::kForward], 100);
+  EXPECT_EQ(steps.breakdown[Phase::kBackward], 80);
+  EXPECT_EQ(steps.breakdown[Phase::kOptimizer], 20);
 }
 
 TEST(Compiled, ALaterCompilationIsNotSteadyEvenWhenShort) {

@@ -77,8 +77,9 @@ TEST(DataLoaderRespawn, MediumWhenWorkersStartFromScratch) {
 // first step of the run waits 30 ms, the first of each later epoch `wait`.
 void three_epochs(DiagnosisInput& in, int64_t wait_ns) {
   constexpr int64_t kMs = 1'000'000;
-  in.steps.median.ns[static_cast<int>(Phase::kData)] = 1 * kMs;
-  in.steps.median_ns = 3 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kData)] = 1 * kMs;
+  in.steps.step_ns = 3 * kMs;
+  in.steps.typical_ns = 3 * kMs;
   int64_t t = 0;
   for (int i = 0; i < 12; ++i) {
     Step st;

@@ -34,11 +34,11 @@ DiagnosisInput busy_cpu_run() {
   in.env.dataloaders.push_back({});
   in.steps.source = "dataloader";
   in.steps.steps.resize(10);
-  in.steps.median_ns = 100 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kData)] = 30 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kOptimizer)] = 20 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kForward)] = 30 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
+  in.steps.step_ns = 100 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kData)] = 30 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kOptimizer)] = 20 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kForward)] = 30 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
   in.steps.ops_per_step = 1000;
   in.steps.op_self_ns_per_step = 1000 * 5'000.0;
   LayerStats model, fc;
@@ -65,9 +65,9 @@ DiagnosisInput few_threads_run() {
   in.env.cpu_cores = 8;
   in.env.torch_threads = 2;
   in.steps.steps.resize(10);
-  in.steps.median_ns = 100 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kForward)] = 60 * kMs;
-  in.steps.median.ns[static_cast<int>(Phase::kBackward)] = 30 * kMs;
+  in.steps.step_ns = 100 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kForward)] = 60 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kBackward)] = 30 * kMs;
   in.steps.ops_per_step = 100;
   in.steps.op_self_ns_per_step = 100 * 500'000.0;
   return in;
@@ -81,6 +81,54 @@ DiagnosisInput respawning_workers() {
   loader.num_workers = 2;
   in.env.dataloaders.push_back(loader);
   in.workers.resize(6);
+  return in;
+}
+
+// A loop whose steps differ: 30 steps after warm-up getting slower (10 ->
+// 19 ms: step_time_drift), every 5th 20 ms longer in a checkpoint save
+// (periodic_stall), evaluation passes 30 % of the time (evaluation_heavy),
+// and the main thread waiting for a CPU 20 % of the run with 2 workers and
+// 2 torch threads on 2 cores (core_contention).
+DiagnosisInput troubled_loop() {
+  DiagnosisInput in;
+  in.env.cpu_cores = 2;
+  in.env.torch_threads = 2;
+  in.main_runqueue_fraction = 0.20;
+  DataLoaderFacts loader;
+  loader.num_workers = 2;  // + 2 torch threads on 2 cores
+  in.env.dataloaders.push_back(loader);
+  StepAnalysis& s = in.steps;
+  s.source = "optimizer";
+  s.steps.resize(31);
+  SlowGroup g{SlowKind::kPeriodic};
+  g.period = 5;
+  g.first = 5;
+  g.phase = Phase::kOther;
+  g.what = "train.py:40(save_checkpoint) -> serialization.py:376(save)";
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    Step& st = s.steps[i];
+    st.start_ns = i == 0 ? 0 : s.steps[i - 1].end_ns;
+    int64_t d = (10 + static_cast<int64_t>(i) * 3 / 10) * kMs;
+    st.steady = i > 0;
+    if (i > 0 && i % 5 == 0) {
+      d += 20 * kMs;
+      st.slow = SlowKind::kPeriodic;
+      g.steps.push_back(i);
+      g.excess_ns += 20 * kMs;
+    }
+    st.end_ns = st.start_ns + d;
+    if (st.steady) s.steady_ns += d;
+    s.window_ns += d;
+  }
+  s.steady_count = 30;
+  s.step_ns = s.steady_ns / 30;
+  s.typical_ns = 14 * kMs;
+  s.breakdown.ns[static_cast<int>(Phase::kForward)] = s.step_ns / 2;
+  s.breakdown.ns[static_cast<int>(Phase::kOther)] = s.step_ns - s.step_ns / 2;
+  g.share = static_cast<double>(g.excess_ns) / static_cast<double>(s.steady_ns);
+  s.slow.push_back(g);
+  s.evaluation = {{0, 1}, {2, 3}};
+  s.evaluation_ns = s.window_ns * 3 / 10;
   return in;
 }
 
@@ -119,7 +167,8 @@ gpu::GpuReport troubled_gpu() {
 // Every registered detector on every input above: detector name -> ids.
 std::map<std::string, std::set<std::string>> emitted() {
   const gpu::GpuReport gpu = troubled_gpu();
-  std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), respawning_workers(), DiagnosisInput{}};
+  std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), respawning_workers(), troubled_loop(),
+                                        DiagnosisInput{}};
   inputs.back().gpu = &gpu;
   std::map<std::string, std::set<std::string>> out;
   for (const RegisteredDetector& d : detectors()) {

@@ -48,9 +48,11 @@ DiagnosisInput load_input(const json& j) {
   in.steps.steps.resize(s.at("count").get<size_t>());
   in.steps.count = in.steps.steps.size();
   in.steps.excluded = s.at("excluded");
-  in.steps.median_ns = ms(s.at("median_ms"));
+  in.steps.step_ns = ms(s.at("step_ms"));
+  in.steps.typical_ns = in.steps.step_ns;
+  in.steps.steady_count = in.steps.steps.size() - in.steps.excluded;
   for (int p = 0; p < kNumPhases; ++p)
-    in.steps.median.ns[p] = ms(s.at("breakdown_ms").at(phase_name(static_cast<Phase>(p))));
+    in.steps.breakdown.ns[p] = ms(s.at("breakdown_ms").value(phase_name(static_cast<Phase>(p)), 0.0));
   in.steps.ops_per_step = s.at("ops_per_step");
   in.steps.op_self_ns_per_step = s.at("op_self_us_per_step").get<double>() * 1e3;
   for (const json& l : j.at("layers")) {

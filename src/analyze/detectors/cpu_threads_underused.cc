@@ -15,9 +15,9 @@ constexpr double kParallelOpUs = 50.0;
 void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>& out) {
   if (in.env.cuda || in.env.torch_threads <= 0 || in.env.torch_threads >= in.env.cpu_cores) return;
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
+  const int64_t T = s.step_ns;
   if (T <= 0 || s.ops_per_step <= 0) return;
-  const int64_t compute = s.median.compute();
+  const int64_t compute = s.breakdown.compute();
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
   if (share(compute, T) < kComputeShare || mean_op_us < kParallelOpUs) return;
   Finding f = make_finding(FindingId::cpu_threads_underused);

@@ -35,7 +35,7 @@ struct RestartWait {
 // with the longest data waits are theirs. Each such step pays the old
 // workers' shutdown (the epoch's last, StopIteration fetch), the new ones'
 // start (iter(loader), outside any fetch) and the first batch: its whole
-// excess over the median step, less what an epoch's first batch costs with
+// excess over a typical step, less what an epoch's first batch costs with
 // persistent workers too (one batch's production, its prefetch queue
 // emptied), is what persistent workers save. Nothing when that cannot be told: several
 // DataLoaders (a validation loader restarts outside the steps), steps the
@@ -55,9 +55,9 @@ RestartWait restart_wait(const DiagnosisInput& in, int64_t once, int64_t restart
   }
   std::partial_sort(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(restarts), later.end(),
                     [&](size_t a, size_t b) { return s.steps[a].breakdown[Phase::kData] > s.steps[b].breakdown[Phase::kData]; });
-  const int64_t first_batch_ns = std::max<int64_t>(0, static_cast<int64_t>(batch_s * 1e9) - s.median[Phase::kData]);
+  const int64_t first_batch_ns = std::max<int64_t>(0, static_cast<int64_t>(batch_s * 1e9) - s.breakdown[Phase::kData]);
   for (size_t i = 0; i < restarts; ++i)
-    r.waited_ns += std::max<int64_t>(0, s.steps[later[i]].duration() - s.median_ns - first_batch_ns);
+    r.waited_ns += std::max<int64_t>(0, s.steps[later[i]].duration() - s.typical_ns - first_batch_ns);
   return r;
 }
 
@@ -111,14 +111,14 @@ void detect_dataloader_respawn(const DiagnosisInput& in, std::vector<Finding>& o
   if (wait.measured())
     f.evidence.push_back("the first steps of the " + std::to_string(wait.restarts) +
                          " epochs after the first (workers shut down, started again, first batch) took " +
-                         fmt_ms(wait.waited_ns) + " in all beyond a median step and one batch's production: " +
+                         fmt_ms(wait.waited_ns) + " in all beyond a typical step and one batch's production: " +
                          fmt_pct(wait_share) + " of the " + std::to_string(in.steps.steps.size()) + " steps' time");
   f.recommendation = "DataLoader(..., persistent_workers=True)" + where +
                      ": the workers then live across epochs, keeping their Dataset copy and prefetched batches";
   if (wait.measured()) {
     f.estimated_gain_pct = 100.0 * wait_share;
     f.gain_arithmetic = "restarts " + fmt_ms(wait.waited_ns) + " (the " + std::to_string(wait.restarts) +
-                        " steps after the first with the longest data waits, less a median step and one batch "
+                        " steps after the first with the longest data waits, less a typical step and one batch "
                         "each) / all steps " + fmt_ms(wait.steps_ns);
   } else {
     f.gain_arithmetic = "not estimated: no epoch's first batch could be measured (several DataLoaders, steps "

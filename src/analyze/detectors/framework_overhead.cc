@@ -26,10 +26,10 @@ constexpr double kAssumedSaving = 0.8;
 
 void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
+  const int64_t T = s.step_ns;
   if (T <= 0 || s.ops_per_step < kManyOpsPerStep) return;
   const double mean_op_us = s.op_self_ns_per_step / s.ops_per_step / 1000.0;
-  const int64_t compute = s.median.compute();
+  const int64_t compute = s.breakdown.compute();
   if (mean_op_us > kTinyOpUs || share(compute, T) < kComputeShare) return;
   Finding f = make_finding(FindingId::framework_overhead);
   if (share(compute, T) >= kComputeShareForHigh) f.severity = Severity::kHigh;

@@ -1,6 +1,7 @@
 // heavy_layer: one layer takes a large share of forward + backward.
 #include <algorithm>
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
 
 namespace torchneck {
@@ -52,25 +53,36 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   const double part = share(heavy->combined(), model_total);
   if (part < kHeavyLayerShare) return;
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
-  const double compute = share(s.median[Phase::kForward] + s.median[Phase::kBackward], T);
+  const int64_t T = s.step_ns;
+  const double compute = share(s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward], T);
   if (compute < kMinComputeShare) return;
   Finding f = make_finding(FindingId::heavy_layer);
   if (part >= kHeavyLayerHighShare && compute >= kComputeShareForHigh) f.severity = Severity::kHigh;
+  // Cores contended: each layer's time includes waiting for a CPU, which
+  // lands on whatever runs then (a parameterless activation can come out
+  // on top); the ranking is not to be acted on.
+  const bool contended = in.main_runqueue_fraction >= thresholds::kContendedRunqueueShare;
+  if (contended) f.severity = Severity::kLow;
   f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
                        fmt_ms(heavy->backward_ns) + " over " + std::to_string(heavy->calls) + " calls, " +
                        std::to_string(heavy->params) + " parameters");
+  if (contended)
+    f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
+                         " of the run (core_contention): layer times include that wait");
   f.evidence.push_back("whole model: " + fmt_ms(model_total) + " forward + backward");
-  f.evidence.push_back("forward + backward are " + fmt_pct(compute) + " of the median step");
+  f.evidence.push_back("forward + backward are " + fmt_pct(compute) + " of a step on average");
   f.recommendation = advice(*heavy);
-  if (T > 0 && !s.steps.empty()) {
-    const double per_step = static_cast<double>(heavy->combined()) / static_cast<double>(s.steps.size());
-    const double gain = std::min(kAssumedLayerSaving * per_step / static_cast<double>(T), 1.0);
-    f.estimated_gain_pct = 100.0 * gain;
-    f.gain_arithmetic = heavy->name + " " + fmt_ms(static_cast<int64_t>(per_step)) +
-                        " per step x " + fmt_pct(kAssumedLayerSaving) +
+  if (T > 0) {
+    // The layer's cost per step is its share of the model's training work
+    // (calls in evaluation passes are counted apart, LayerStats::eval_*)
+    // applied to the step's forward + backward: never more than the step.
+    const double per_step = part * static_cast<double>(s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward]);
+    f.estimated_gain_pct = 100.0 * kAssumedLayerSaving * per_step / static_cast<double>(T);
+    f.gain_arithmetic = heavy->name + " " + fmt_pct(part) + " of forward + backward " +
+                        fmt_ms(s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward]) + " = " +
+                        fmt_ms(static_cast<int64_t>(per_step)) + " per step x " + fmt_pct(kAssumedLayerSaving) +
                         " (the cost the advice is assumed to remove) / step " + fmt_ms(T);
   }
   out.push_back(std::move(f));

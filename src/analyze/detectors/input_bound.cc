@@ -33,6 +33,15 @@ void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_
     batches += static_cast<double>(p.batches);
   }
   const double busy_share = wall > 0 ? busy / wall : 0;
+  // CPU time per busy second: a worker that sleeps or waits on I/O while
+  // producing needs no core of its own, so more of them help on any machine.
+  double cpu = 0;
+  bool cpu_known = true;
+  for (const auto& p : in.workers) {
+    cpu_known = cpu_known && p.cpu_s >= 0;
+    cpu += p.cpu_s;
+  }
+  const bool workers_wait = cpu_known && busy > 0 && cpu / busy < kLoadingWaitsBelowCpu;
   const double per_batch_ms = batches > 0 ? 1e3 * busy / batches : 0;
   f.evidence.push_back(std::to_string(in.workers.size()) + " DataLoader worker processes were busy " +
                        fmt_pct(busy_share) + " of their time producing batches (" +
@@ -43,7 +52,21 @@ void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_
                          fmt_pct(in.worker_top_share) + " of their Python time)");
   const std::string transform =
       in.worker_top_function.empty() ? "the per-sample transforms" : in.worker_top_function;
-  if (busy_share >= kWorkersSaturated) {
+  if (busy_share >= kWorkersSaturated && workers_wait) {
+    // Waiting workers overlap each other: the pipeline delivers `workers`
+    // batches per batch time, so the step shrinks with their number, down to
+    // the rest of the step.
+    f.evidence.push_back("the workers were on a CPU " + fmt_pct(cpu / busy) +
+                         " of their producing time: loading waits (I/O, sleep), so more workers need no more cores");
+    const int64_t more = std::min<int64_t>(kMaxSuggestedWorkers, std::max<int64_t>(2 * workers, workers + 2));
+    f.recommendation = "DataLoader(..., num_workers=" + std::to_string(more) +
+                       ", persistent_workers=True): the workers are saturated and wait rather than compute; or make " +
+                       transform + " wait less (read fewer, larger files; cache)";
+    const int64_t likely = std::max(C, T * workers / more);
+    f.estimated_gain_pct = 100.0 * share(T - likely, T);
+    f.gain_arithmetic = "step " + fmt_ms(T) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
+                        " workers, at least the rest of the step " + fmt_ms(C) + " -> " + fmt_ms(likely);
+  } else if (busy_share >= kWorkersSaturated) {
     // One batch per step is needed; the workers deliver `workers` batches
     // every per_batch time. More workers help only with spare cores (the
     // main process needs one).
@@ -82,8 +105,8 @@ void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_
 
 void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
-  const int64_t D = s.median[Phase::kData];
+  const int64_t T = s.step_ns;
+  const int64_t D = s.breakdown[Phase::kData];
   const double part = share(D, T);
   if (T <= 0 || part < kDataWaitShareCpuOnly) return;
   const int64_t C = T - D;  // the rest of the step: what workers can overlap with
@@ -97,10 +120,20 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
   Finding f = make_finding(FindingId::input_bound);
   if (part >= kDataWaitHighShareCpuOnly) f.severity = Severity::kHigh;
   f.title = "Input-bound: the training loop waits for data " + fmt_pct(part) + " of each step";
-  f.evidence.push_back("median step " + fmt_ms(T) + ", of which " + fmt_ms(D) +
+  f.evidence.push_back("a step takes " + fmt_ms(T) + " on average, of which " + fmt_ms(D) +
                        " waiting in DataLoader __next__ (" + fmt_pct(part) + ")");
-  f.evidence.push_back(std::to_string(s.steps.size() - s.excluded) + " steady steps (" + s.source +
-                       " boundaries), " + std::to_string(s.excluded) + " warm-up/outlier steps excluded");
+  f.evidence.push_back(std::to_string(s.steady_count) + " steps after warm-up (" + s.source + " boundaries), every one "
+                       "counted with its whole time; " + std::to_string(s.excluded) + " warm-up step(s) left out");
+  // Batches that arrive in bursts (k workers finish k batches at once):
+  // the wait sits in every k-th step, and the steps between find theirs
+  // ready.
+  for (const SlowGroup& g : s.slow)
+    if (g.kind == SlowKind::kPeriodic && g.phase == Phase::kData)
+      f.evidence.push_back("batches arrive in bursts: every " + std::to_string(g.period) + " steps one waits " +
+                           fmt_ms(g.phase_slow_ns) + " for data, the others " + fmt_ms(g.phase_typical_ns) +
+                           (workers > 1 ? " (" + std::to_string(workers) + " workers finish their batches together)" : "") +
+                           "; those " + std::to_string(g.steps.size()) + " steps hold " + fmt_pct(g.share) +
+                           " of the run beyond a typical step");
   // Workers load batches in parallel with the step. CPU-bound loading can use
   // the cores the main process leaves free; waiting (I/O, sleep) overlaps
   // fully. Unless the main thread's CPU time shows the loading waits, the

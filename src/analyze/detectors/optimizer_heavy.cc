@@ -22,14 +22,14 @@ int major_version(const std::string& v) {
 
 void detect_optimizer_heavy(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
-  const int64_t O = s.median[Phase::kOptimizer];
+  const int64_t T = s.step_ns;
+  const int64_t O = s.breakdown[Phase::kOptimizer];
   const double part = share(O, T);
   if (T <= 0 || part < kOptimizerShare) return;
   Finding f = make_finding(FindingId::optimizer_heavy);
   if (part >= kOptimizerHighShare) f.severity = Severity::kHigh;
   f.title = "The optimizer takes " + fmt_pct(part) + " of each step";
-  f.evidence.push_back("optimizer step + zero_grad " + fmt_ms(O) + " of a " + fmt_ms(T) + " median step");
+  f.evidence.push_back("optimizer step + zero_grad " + fmt_ms(O) + " of a " + fmt_ms(T) + " step on average");
   bool foreach = false;
   int64_t tensors = 0;
   std::string types;

@@ -13,6 +13,10 @@
   X(kCpu, detect_cpu_threads_underused)  \
   X(kCpu, detect_optimizer_heavy)        \
   X(kCpu, detect_dataloader_respawn)     \
+  X(kCpu, detect_periodic_stall)         \
+  X(kCpu, detect_evaluation_heavy)       \
+  X(kCpu, detect_step_time_drift)        \
+  X(kCpu, detect_core_contention)        \
   X(kGpu, detect_input_bound_gpu)        \
   X(kGpu, detect_communication_bound)    \
   X(kGpu, detect_gpu_idle)               \

@@ -30,3 +30,13 @@ inline constexpr double kLoadingWaitsBelowCpu = 0.5;
 inline constexpr double kLowGpuUtilization = 0.60;
 
 }  // namespace torchneck::thresholds
+
+namespace torchneck::thresholds {
+
+// core_contention, and heavy_layer's caution: the main thread runnable but
+// waiting for a CPU a tenth of the run (schedstat) is more than this
+// machine's background noise (a few %) and enough to skew which layer looks
+// heaviest (an activation inflated by the wait).
+inline constexpr double kContendedRunqueueShare = 0.10;
+
+}  // namespace torchneck::thresholds

@@ -26,9 +26,9 @@ std::string base_name(const std::string& path) {
 
 void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
-  const int64_t T = s.median_ns;
+  const int64_t T = s.step_ns;
   if (T <= 0 || in.data_functions.empty() || in.data_python_ns <= 0) return;
-  if (share(s.median[Phase::kData], T) < kDataShareForTransforms) return;
+  if (share(s.breakdown[Phase::kData], T) < kDataShareForTransforms) return;
   // Loading that mostly waits (sleep, I/O) is not made faster by cheaper
   // Python: input_bound covers it.
   const double loading_cpu = loading_cpu_fraction(in);
@@ -52,7 +52,7 @@ void detect_slow_data_transform(const DiagnosisInput& in, std::vector<Finding>& 
                      "workers (num_workers > 0) so it overlaps the training step";
   const double per_step = static_cast<double>(shown) / steps;
   const double gain = kVectorisedSaving * per_step / static_cast<double>(T);
-  f.estimated_gain_pct = 100.0 * std::min(gain, share(s.median[Phase::kData], T));
+  f.estimated_gain_pct = 100.0 * std::min(gain, share(s.breakdown[Phase::kData], T));
   f.gain_arithmetic = "top functions " + fmt_ms(static_cast<int64_t>(per_step)) + " per step x " +
                       fmt_pct(kVectorisedSaving) + " (assuming a " +
                       std::to_string(static_cast<int>(1.0 / (1.0 - kVectorisedSaving) + 0.5)) +

@@ -1,0 +1,98 @@
+// step_time_drift: steps get slower over the run (state that grows: a list
+// of tensors, a graph kept alive, a cache; often with memory_creep).
+#include <algorithm>
+#include <cmath>
+
+#include "analyze/diagnosis.h"
+
+namespace torchneck {
+namespace {
+
+// Three thirds of at least three steps each, or no trend can be told.
+constexpr size_t kMinSteps = 9;
+// A fifth slower at the end is felt in a long run; half is the main cost.
+constexpr double kDriftShare = 0.20;
+constexpr double kDriftHighShare = 0.50;
+// And not noise: the thirds' means differ by 3 standard errors, the middle
+// third lies between the others, and step time rises with the step index
+// throughout (Spearman's rank correlation >= 0.6). A machine that slows
+// down once, mid-run (another process starting), shifts the thirds but
+// rarely makes a trend that steady; growing state does.
+constexpr double kMinStandardErrors = 3.0;
+constexpr double kMinRankCorrelation = 0.6;
+
+// Spearman's rank correlation of v with its index (ties ranked by order).
+double rank_correlation(const std::vector<double>& v) {
+  const size_t n = v.size();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  double d2 = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const double d = static_cast<double>(r) - static_cast<double>(order[r]);
+    d2 += d * d;
+  }
+  const auto m = static_cast<double>(n);
+  return 1.0 - 6.0 * d2 / (m * (m * m - 1.0));
+}
+
+struct Third {
+  double median = 0, mean = 0, var = 0;
+  size_t n = 0;
+};
+
+Third third(std::vector<double> v) {
+  Third t;
+  t.n = v.size();
+  for (double x : v) t.mean += x;
+  t.mean /= static_cast<double>(t.n);
+  for (double x : v) t.var += (x - t.mean) * (x - t.mean);
+  t.var /= static_cast<double>(std::max<size_t>(1, t.n - 1));
+  std::sort(v.begin(), v.end());
+  t.median = v[v.size() / 2];
+  return t;
+}
+
+}  // namespace
+
+void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out) {
+  const StepAnalysis& s = in.steps;
+  // Typical steps only: slow steps have causes of their own (periodic_stall).
+  std::vector<double> d;
+  for (const Step& st : s.steps)
+    if (st.steady && st.slow == SlowKind::kNone) d.push_back(static_cast<double>(st.duration()));
+  if (d.size() < kMinSteps) return;
+  const size_t k = d.size() / 3;
+  const Third first = third({d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k)});
+  const Third last = third({d.end() - static_cast<std::ptrdiff_t>(k), d.end()});
+  const Third middle = third({d.begin() + static_cast<std::ptrdiff_t>(k), d.end() - static_cast<std::ptrdiff_t>(k)});
+  if (first.median <= 0 || !(first.median < middle.median && middle.median < last.median)) return;
+  const double rho = rank_correlation(d);
+  if (rho < kMinRankCorrelation) return;
+  const double growth = last.median / first.median - 1.0;
+  const double se = std::sqrt(first.var / static_cast<double>(first.n) + last.var / static_cast<double>(last.n));
+  if (growth < kDriftShare || last.mean - first.mean < kMinStandardErrors * se) return;
+  Finding f = make_finding(FindingId::step_time_drift);
+  if (growth >= kDriftHighShare) f.severity = Severity::kHigh;
+  f.title = "Steps get slower over the run: the last third " + fmt_pct(growth) + " slower than the first";
+  f.evidence.push_back("typical steps (" + std::to_string(d.size()) + "): the first " + std::to_string(k) +
+                       " take " + fmt_ms(static_cast<int64_t>(first.median)) + " (median), the last " + std::to_string(k) +
+                       " " + fmt_ms(static_cast<int64_t>(last.median)));
+  f.evidence.push_back("the difference of their means is " +
+                       std::to_string(static_cast<int>((last.mean - first.mean) / std::max(se, 1.0))) +
+                       " standard errors, and step time rises with the step (rank correlation " +
+                       std::to_string(static_cast<int>(100 * rho)) + " %): not noise");
+  f.recommendation = "look for state that grows step after step: tensors appended to a list, a loss accumulated "
+                     "with its graph (total += loss instead of loss.item()), a growing cache; see memory_creep";
+  if (s.step_ns > 0) {
+    const double mean = 0.5 * (first.mean + last.mean);  // the typical step over the run, as a line
+    f.estimated_gain_pct = 100.0 * std::max(0.0, (mean - first.median) / static_cast<double>(s.step_ns));
+    f.gain_arithmetic = "typical step " + fmt_ms(static_cast<int64_t>(mean)) + " on average over the run, " +
+                        fmt_ms(static_cast<int64_t>(first.median)) + " if it stayed as at the start, over the step " +
+                        fmt_ms(s.step_ns);
+  }
+  f.numbers = {{"growth_pct", 100.0 * growth}};
+  out.push_back(std::move(f));
+}
+
+}  // namespace torchneck

@@ -1,0 +1,130 @@
+#include "analyze/loop_spans.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace torchneck {
+
+std::vector<Span> module_spans(const Run& run) {
+  std::vector<Span> spans;
+  std::vector<std::pair<uint32_t, int64_t>> stack;  // module, enter time
+  for (const ModuleEvent& e : run.module_events) {
+    if (e.thread_index != run.main_thread) continue;
+    if (!e.is_exit) {
+      stack.emplace_back(e.module, e.t_ns);
+      continue;
+    }
+    // Pop to the matching enter: a forward that raised left its enter open.
+    auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == e.module; });
+    if (it == stack.rend()) continue;
+    const size_t depth = static_cast<size_t>(stack.rend() - it) - 1;
+    if (depth == 0) spans.emplace_back(stack[0].second, e.t_ns);
+    stack.resize(depth);
+  }
+  return spans;
+}
+
+std::vector<Span> backward_passes(const TimelineView& tv) {
+  std::vector<Span> passes;
+  bool open = false;
+  for (size_t i : tv.main_events) {
+    const OpEvent& e = tv.run.timeline[i];
+    if (tv.is_backward(e)) {
+      if (!open) passes.emplace_back(e.start_ns, e.end_ns);
+      open = true;
+      passes.back().second = std::max(passes.back().second, e.end_ns);
+    } else if (open && e.start_ns >= passes.back().second) {
+      open = false;
+    }
+  }
+  return passes;
+}
+
+bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), Span{start, INT64_MAX});
+  return it != spans.begin() && std::prev(it)->first <= start && std::prev(it)->second >= end;
+}
+
+std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
+                                    const std::vector<Span>& forward) {
+  std::vector<Span> out;
+  if (backward.empty() || forward.empty()) return out;
+  const Run& run = tv.run;
+  using Key = std::pair<uint64_t, int64_t>;  // (forward thread id, sequence number)
+  std::set<Key> ran_backward;
+  for (const OpEvent& e : run.timeline)
+    if (e.kind == OpKind::kBackward && e.seq_nr >= 0) ran_backward.insert({e.forward_tid, e.seq_nr});
+  // The latest-starting operator with a key made its node: an operator run
+  // under no_grad peeks the same number as the next one that takes it.
+  std::map<Key, int64_t> creator;
+  std::vector<Span> fetches, optimizer;
+  for (size_t i : tv.main_events) {
+    const OpEvent& e = run.timeline[i];
+    if (tv.is_data(e)) fetches.emplace_back(e.start_ns, e.end_ns);
+    else if (tv.is_optimizer(e)) optimizer.emplace_back(e.start_ns, e.end_ns);
+    if (e.kind != OpKind::kOperator || e.seq_nr < 0) continue;
+    const Key k{e.forward_tid, e.seq_nr};
+    if (ran_backward.count(k) == 0) continue;
+    auto [it, inserted] = creator.try_emplace(k, e.start_ns);
+    if (!inserted) it->second = std::max(it->second, e.start_ns);
+  }
+  std::vector<int64_t> creators;
+  creators.reserve(creator.size());
+  for (const auto& [k, t] : creator) creators.push_back(t);
+  std::sort(creators.begin(), creators.end());
+  auto trains = [&](const Span& f) {
+    auto it = std::lower_bound(creators.begin(), creators.end(), f.first);
+    return it != creators.end() && *it < f.second;
+  };
+  // Training work: its module calls, backward passes and optimizer calls,
+  // sorted by start; an evaluation pass lies between two of them.
+  std::vector<Span> training(backward.begin(), backward.end());
+  training.insert(training.end(), optimizer.begin(), optimizer.end());
+  std::vector<Span> groups;  // runs of evaluation module calls
+  for (const Span& f : forward) {
+    if (trains(f)) {
+      training.push_back(f);
+      continue;
+    }
+    groups.push_back(f);
+  }
+  if (groups.empty()) return out;
+  std::sort(training.begin(), training.end());
+  // Merge consecutive evaluation calls with no training work between them.
+  std::vector<Span> merged;
+  for (const Span& g : groups) {
+    if (!merged.empty()) {
+      auto t = std::lower_bound(training.begin(), training.end(), Span{merged.back().second, INT64_MIN});
+      if (t == training.end() || t->first >= g.first) {
+        merged.back().second = std::max(merged.back().second, g.second);
+        continue;
+      }
+    }
+    merged.push_back(g);
+  }
+  for (Span g : merged) {
+    // Training work just before and just after the pass.
+    auto next = std::lower_bound(training.begin(), training.end(), Span{g.second, INT64_MIN});
+    const int64_t next_start = next == training.end() ? INT64_MAX : next->first;
+    int64_t prev_end = INT64_MIN;
+    for (const Span& t : training)
+      if (t.second <= g.first) prev_end = std::max(prev_end, t.second);
+    // The fetch that served the first evaluation call.
+    auto f = std::lower_bound(fetches.begin(), fetches.end(), Span{g.first, INT64_MIN});
+    if (f != fetches.begin() && std::prev(f)->second <= g.first && std::prev(f)->first >= prev_end)
+      g.first = std::prev(f)->first;
+    // The fetches after the last call (the validation loader's last one,
+    // which ends its loop), except the one that starts training again.
+    std::vector<Span> after;
+    for (auto a = std::lower_bound(fetches.begin(), fetches.end(), Span{g.second, INT64_MIN});
+         a != fetches.end() && a->first < next_start; ++a)
+      after.push_back(*a);
+    if (next_start != INT64_MAX && !after.empty()) after.pop_back();
+    if (!after.empty()) g.second = std::max(g.second, after.back().second);
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace torchneck

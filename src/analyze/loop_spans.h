@@ -1,0 +1,41 @@
+// The spans a training loop is made of, on the main thread's timeline:
+// top-level nn.Module calls, backward passes, and which module calls were
+// training and which were evaluation (no backward ever ran through them).
+// Steps (steps.cc) and layers (layers.cc) both read them.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "analyze/timeline_view.h"
+#include "model/run.h"
+
+namespace torchneck {
+
+using Span = std::pair<int64_t, int64_t>;  // [start_ns, end_ns)
+
+// Top-level nn.Module forward spans on the main thread, in time order.
+std::vector<Span> module_spans(const Run& run);
+
+// Maximal runs of backward work on the main thread: a pass ends when an
+// event that is not backward work starts after everything of the pass ended.
+std::vector<Span> backward_passes(const TimelineView& tv);
+
+// Evaluation passes: maximal runs of top-level module calls that no backward
+// pass ever went through (model.eval() / torch.no_grad() / inference_mode
+// passes inside a training loop, validation loops), with the DataLoader
+// fetches that serve them (the one just before the first call, and those
+// after the last one except the fetch that starts training again). A module
+// call is training when one of its operators created an autograd node that
+// ran in a backward pass: the operator whose (forward thread, sequence
+// number) a backward node carries, the latest-starting one as in layers.cc.
+// A run with no backward at all (inference only) has no evaluation passes:
+// its forward is the work.
+std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
+                                    const std::vector<Span>& forward);
+
+// Whether [start, end) lies inside one of the sorted, disjoint `spans`.
+bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end);
+
+}  // namespace torchneck

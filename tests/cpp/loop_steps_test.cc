@@ -1,0 +1,218 @@
+// Loops whose steps differ, on hand-built runs whose answer is known by
+// construction: evaluation passes inside training, loader bursts, slow
+// steps kept and explained, gradient accumulation, LBFGS's closure.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyze/diagnosis.h"
+#include "analyze/layers.h"
+#include "analyze/steps.h"
+#include "run_builder.h"
+
+namespace torchneck {
+namespace {
+
+using test_support::RunBuilder;
+
+constexpr int64_t kMs = 1'000'000;
+const char* kFetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+// One training step at t: fetch `data`, the model (module 0 > fc, module 1)
+// with an addmm of sequence number `seq`, its backward node, SGD.step.
+// Returns the step's end. 10 ms of compute.
+int64_t train_step(RunBuilder& rb, int64_t t, int64_t data, int64_t seq) {
+  rb.event(kFetch, OpKind::kUserScope, t, t + data);
+  t += data;
+  rb.module(0, t, t + 4 * kMs);
+  rb.module(1, t + kMs, t + 3 * kMs);
+  rb.event("aten::addmm", OpKind::kOperator, t + kMs, t + 3 * kMs, seq);
+  rb.event("AddmmBackward0", OpKind::kBackward, t + 4 * kMs, t + 8 * kMs, seq);
+  rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t + 8 * kMs, t + 10 * kMs);
+  return t + 10 * kMs;
+}
+
+// An evaluation pass at t: `batches` validation fetches of 1 ms and model
+// calls of 5 ms under no_grad, whose addmm peeks `seq` (the number the next
+// training op takes: no node was made), then the fetch that ends the loop.
+int64_t eval_pass(RunBuilder& rb, int64_t t, int batches, int64_t seq) {
+  for (int b = 0; b < batches; ++b) {
+    rb.event(kFetch, OpKind::kUserScope, t, t + kMs);
+    t += kMs;
+    rb.module(0, t, t + 5 * kMs);
+    rb.module(1, t + kMs, t + 4 * kMs);
+    rb.event("aten::addmm", OpKind::kOperator, t + kMs, t + 4 * kMs, seq);
+    t += 5 * kMs;
+  }
+  rb.event(kFetch, OpKind::kUserScope, t, t + kMs);  // StopIteration
+  return t + kMs;
+}
+
+RunBuilder model_run() {
+  RunBuilder rb;
+  rb.run.modules = {ModuleInfo{"Net", "Net", 10, -1}, ModuleInfo{"fc", "Linear", 10, 0}};
+  rb.run.env.optimizers = {OptimizerFacts{"SGD", 2, false}};
+  return rb;
+}
+
+TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
+  // GIVEN 20 training steps with 2 ms data waits; after step 10 an
+  // evaluation pass of 10 batches (60 ms + the final fetch: 61 ms)
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  for (int i = 0; i < 20; ++i) {
+    t = train_step(rb, t, 2 * kMs, i);
+    if (i == 9) t = eval_pass(rb, t, 10, i + 1);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN the steps are the 20 optimizer steps, and the pass is found whole
+  EXPECT_EQ(a.source, "optimizer");
+  ASSERT_EQ(a.count, 20u);
+  ASSERT_EQ(a.evaluation.size(), 1u);
+  EXPECT_EQ(a.evaluation[0].second - a.evaluation[0].first, 61 * kMs);
+  EXPECT_EQ(a.evaluation_ns, 61 * kMs);
+  // it lands in step 11, whose training fetch stays data
+  EXPECT_EQ(a.steps[10].breakdown[Phase::kEvaluation], 61 * kMs);
+  EXPECT_EQ(a.steps[10].breakdown[Phase::kData], 2 * kMs);
+  EXPECT_EQ(a.steps[10].slow, SlowKind::kEvaluation);
+  // the statistics keep it: 19 steady steps of 12 ms, one 61 ms longer
+  EXPECT_EQ(a.steady_count, 19u);
+  EXPECT_EQ(a.step_ns, (19 * 12 + 61) * kMs / 19);
+  EXPECT_EQ(a.typical_ns, 12 * kMs);
+  // the layers count the pass's calls apart
+  const LayerAnalysis l = analyze_layers(rb.run, a.evaluation);
+  for (const LayerStats& x : l.layers) {
+    EXPECT_EQ(x.calls, 20u) << x.name;
+    EXPECT_EQ(x.eval_calls, 10u) << x.name;
+  }
+  // and the diagnosis: evaluation_heavy, no gain of 100 % or more
+  const Diagnosis d = diagnose(diagnosis_input(rb.run, a, l));
+  bool eval = false;
+  for (const Finding& f : d.findings) {
+    eval = eval || f.id == "evaluation_heavy";
+    if (f.estimated_gain_pct) EXPECT_LT(*f.estimated_gain_pct, 100.0) << f.id;
+  }
+  EXPECT_TRUE(eval);
+}
+
+TEST(LoopSteps, ValidationFetchesStartNoStepWithoutAnOptimizer) {
+  // GIVEN a manual-update loop (no optimizer: steps from DataLoader fetches)
+  // with an evaluation pass of 4 batches after its 5th step
+  RunBuilder rb;
+  rb.run.modules = {ModuleInfo{"Net", "Net", 10, -1}, ModuleInfo{"fc", "Linear", 10, 0}};
+  int64_t t = 0;
+  for (int i = 0; i < 10; ++i) {
+    t = train_step(rb, t, kMs, i);
+    if (i == 4) t = eval_pass(rb, t, 4, i + 1);
+  }
+  rb.run.timeline.erase(std::remove_if(rb.run.timeline.begin(), rb.run.timeline.end(),
+                                       [&](const OpEvent& e) { return rb.run.strings[e.name_id] == "Optimizer.step#SGD.step"; }),
+                        rb.run.timeline.end());
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_EQ(a.source, "dataloader");
+  EXPECT_EQ(a.count, 10u);
+  EXPECT_EQ(a.evaluation.size(), 1u);
+}
+
+TEST(LoopSteps, LoaderBurstsAreKeptAndNamedPeriodic) {
+  // GIVEN 2 workers: every other step waits 100 ms for its batch, the
+  // others 1 ms; 10 ms of compute each
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  int64_t data = 0, total = 0;
+  for (int i = 0; i < 21; ++i) {
+    const int64_t wait = i % 2 == 0 ? 100 * kMs : kMs;
+    const int64_t start = t;
+    t = train_step(rb, t, wait, i);
+    if (i > 0) {
+      data += wait;
+      total += t - start;
+    }
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN no slow step is dropped: the data share is the run's
+  EXPECT_EQ(a.excluded, 1u);
+  EXPECT_NEAR(share(a.breakdown[Phase::kData], a.step_ns), share(data, total), 1e-6);
+  // and the slow steps are one periodic group of period 2, in data
+  ASSERT_EQ(a.slow.size(), 1u);
+  EXPECT_EQ(a.slow[0].kind, SlowKind::kPeriodic);
+  EXPECT_EQ(a.slow[0].period, 2);
+  EXPECT_EQ(a.slow[0].phase, Phase::kData);
+  EXPECT_EQ(a.slow[0].steps.size(), 10u);
+  EXPECT_EQ(a.typical_ns, 11 * kMs);
+}
+
+TEST(LoopSteps, ASlowStepAfterAFastOneIsNoWarmup) {
+  // GIVEN step 0 slow (start), step 1 fast, step 2 slow (a burst), then fast
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  for (int i = 0; i < 12; ++i) t = train_step(rb, t, i == 0 || i == 2 ? 50 * kMs : kMs, i);
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_FALSE(a.steps[0].steady);
+  EXPECT_TRUE(a.steps[2].steady);
+  EXPECT_EQ(a.steps[2].slow, SlowKind::kOneOff);
+  EXPECT_EQ(a.excluded, 1u);
+}
+
+TEST(LoopSteps, GradientAccumulationShowsItsMicroBatches) {
+  // GIVEN 6 optimizer steps of 4 micro-batches (fetch, model, backward) each
+  RunBuilder rb = model_run();
+  int64_t t = 0, seq = 0;
+  for (int i = 0; i < 6; ++i) {
+    for (int m = 0; m < 4; ++m) {
+      rb.event(kFetch, OpKind::kUserScope, t, t + kMs);
+      rb.module(0, t + kMs, t + 3 * kMs);
+      rb.event("aten::addmm", OpKind::kOperator, t + kMs, t + 3 * kMs, seq);
+      rb.event("AddmmBackward0", OpKind::kBackward, t + 3 * kMs, t + 5 * kMs, seq++);
+      t += 5 * kMs;
+    }
+    rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t, t + kMs);
+    t += kMs;
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  EXPECT_EQ(a.count, 6u);
+  EXPECT_EQ(a.micro_batches_per_step, 4);
+  EXPECT_EQ(a.steps[3].micro_batches, 4);
+  EXPECT_TRUE(a.evaluation.empty());
+  // 4 x (1 data + 2 forward + 2 backward) + 1 optimizer
+  EXPECT_EQ(a.steps[3].breakdown[Phase::kData], 4 * kMs);
+  EXPECT_EQ(a.steps[3].breakdown[Phase::kForward], 8 * kMs);
+  EXPECT_EQ(a.steps[3].breakdown[Phase::kBackward], 8 * kMs);
+  EXPECT_EQ(a.steps[3].breakdown[Phase::kOptimizer], kMs);
+}
+
+TEST(LoopSteps, LbfgsClosureIsForwardAndBackwardInsideTheStep) {
+  // GIVEN optimizer.step(closure): the step [t, t+20) calls the model twice
+  // (closure re-evaluations), each 3 ms forward + 4 ms backward
+  RunBuilder rb = model_run();
+  int64_t t = 0, seq = 0;
+  for (int i = 0; i < 5; ++i) {
+    rb.event(kFetch, OpKind::kUserScope, t, t + 2 * kMs);
+    t += 2 * kMs;
+    rb.event("Optimizer.step#LBFGS.step", OpKind::kUserScope, t, t + 20 * kMs);
+    for (int c = 0; c < 2; ++c) {
+      const int64_t u = t + kMs + c * 8 * kMs;
+      rb.module(0, u, u + 3 * kMs);
+      rb.event("aten::addmm", OpKind::kOperator, u, u + 3 * kMs, seq);
+      rb.event("AddmmBackward0", OpKind::kBackward, u + 3 * kMs, u + 7 * kMs, seq++);
+    }
+    t += 20 * kMs;
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  ASSERT_EQ(a.count, 5u);
+  const StepBreakdown& b = a.steps[2].breakdown;
+  EXPECT_EQ(b[Phase::kData], 2 * kMs);
+  EXPECT_EQ(b[Phase::kForward], 6 * kMs);
+  EXPECT_EQ(b[Phase::kBackward], 8 * kMs);
+  EXPECT_EQ(b[Phase::kOptimizer], 6 * kMs);
+  EXPECT_TRUE(a.evaluation.empty());
+}
+
+}  // namespace
+}  // namespace torchneck

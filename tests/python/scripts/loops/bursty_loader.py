@@ -1,0 +1,115 @@
+"""Loop shape: an input-bound loop whose batches arrive in bursts.
+
+Dataset.__getitem__ waits 6 ms like I/O (time.sleep(0.006)); batch_size 16,
+so a worker needs ~96 ms per batch; DataLoader(num_workers=2) runs two
+workers that finish their batches at about the same time. The model (a few
+small Linear + ReLU) costs ~1 ms. So the batches arrive in bursts of k=2:
+one step waits ~96 ms in next(loader), the next finds its batch ready (wait
+~0), and so on. A median step says little here (half the steps are short);
+the data share over all steps is ~95 %. torchneck must report input_bound
+with a gain above 0 and below 100 %, a data share within 5 points of the
+script's own, and say the batches come in bursts.
+
+    /usr/bin/python3 bursty_loader.py [--steps N] [--workers K] [--read-ms MS] [--truth PATH]
+
+--truth PATH writes looptruth.LoopClock's JSON (see looptruth.py), plus:
+  workers, batch_size, read_ms   the loader's settings
+  data_share_all                 data wait / wall time, all steps
+  data_share_after_first         the same over steps 1.. (the first includes worker start-up)
+  waits_ms                       per-step data wait, ms (== per_step_s["data_wait"] x 1000)
+  long_wait_steps                steps whose wait is > half the longest after step 0
+  burst_pattern_ok               after step 0, long waits at every K-th step and
+                                 short (< 20 % of a batch's production) at the others
+per_step_s: step, data_wait, compute (forward + backward + step).
+"""
+import time
+
+_T0 = time.perf_counter()
+
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from looptruth import LoopClock
+
+
+class SlowReads(Dataset):
+    def __init__(self, n, width, read_s, seed):
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(256, width, generator=g)
+        self.y = torch.randint(0, 10, (256,), generator=g)
+        self.n, self.read_s = n, read_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.read_s)  # I/O-like wait, no CPU
+        return self.x[i % 256], self.y[i % 256]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--read-ms", type=float, default=6.0)
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--truth", metavar="PATH")
+    a = p.parse_args()
+    torch.manual_seed(a.seed)
+    model = nn.Sequential(nn.Linear(a.width, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                          nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    loader = DataLoader(SlowReads(a.steps * a.batch, a.width, a.read_ms / 1000, a.seed),
+                        batch_size=a.batch, shuffle=True, num_workers=a.workers)
+
+    clock = LoopClock("bursty_loader", f"__getitem__ sleeps {a.read_ms} ms, batch {a.batch}, "
+                                       f"num_workers={a.workers}: batches arrive in bursts")
+    it = iter(loader)
+    clock.start()
+    for step in range(a.steps):
+        x, y = clock.next(it)
+        with clock.timed("compute"):
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+        clock.boundary()
+        opt.zero_grad()
+        if step % 10 == 0:
+            print(f"step {step:3d}  loss {loss.item():.4f}", flush=True)
+    clock.stop()
+    del it  # shut the workers down before the summary
+
+    s = clock.summary()
+    waits = s["per_step_s"]["data_wait"]
+    steps = s["per_step_s"]["step"]
+    k = max(1, a.workers)
+    batch_s = a.batch * a.read_ms / 1000
+    rest = waits[1:]
+    top = max(rest) if rest else 0.0
+    long_steps = [i for i, w in enumerate(waits) if i > 0 and w > top / 2]
+    # after step 0 (which waits for the first batch), step i waits long iff i % k == 0
+    ok = bool(rest) and k > 1 and all((w > 0.5 * batch_s) == (i % k == 0)
+                                      for i, w in enumerate(waits) if i > 0) \
+        and all(w < 0.2 * batch_s for i, w in enumerate(waits) if i > 0 and i % k)
+    extra = {"workers": a.workers, "batch_size": a.batch, "read_ms": a.read_ms,
+             "batch_production_s": batch_s,
+             "data_share_all": sum(waits) / sum(steps),
+             "data_share_after_first": sum(waits[1:]) / sum(steps[1:]) if len(steps) > 1 else 0.0,
+             "waits_ms": [round(1e3 * w, 2) for w in waits],
+             "long_wait_steps": long_steps, "burst_pattern_ok": ok}
+    gt = clock.write(a.truth, extra)
+    print("bursty_loader: waits ms " + " ".join(f"{w:.0f}" for w in gt["waits_ms"]), flush=True)
+    print(f"bursty_loader: {gt['steps']} steps in {gt['loop_wall_s']:.2f} s, data "
+          f"{100 * gt['data_share_all']:.1f} % (after the first step "
+          f"{100 * gt['data_share_after_first']:.1f} %), long waits at steps {long_steps}, "
+          f"bursts of {k}: {'yes' if ok else 'NO'}; script {time.perf_counter() - _T0:.2f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
