@@ -120,6 +120,7 @@
       }
       c.appendChild(g);
       if (f.gain_arithmetic) c.appendChild(el('div', 'muted', f.gain_arithmetic));
+      if (f.confidence) c.appendChild(el('div', 'muted', 'Confidence: ' + f.confidence + ' (' + (f.confidence_basis || '') + ')'));
       box.appendChild(c);
     });
   }
@@ -169,7 +170,7 @@
         g.appendChild(svgEl('rect', { x: x, y: top - 4, width: Math.max(bw - 1, 1), height: 3, fill: '#1d2329', 'class': 'clipped' }));
       }
       if (opts.dim && opts.dim(r)) {
-        tip.push('warm-up or outlier: not in the median');
+        tip.push('warm-up: left out of the statistics');
         g.appendChild(svgEl('rect', { x: x, y: top + plotH + 3, width: Math.max(bw - 1, 1), height: 4, fill: '#7f8c8d' }));
       }
       svgTitle(g, tip.join('\n'));
@@ -196,9 +197,15 @@
     var every = (P.html_limits && P.html_limits.per_step_every) || 1;
     var line = [];
     if (st.count !== undefined) line.push(st.count + ' steps (from ' + (st.source || '?') + ')');
+    if (st.step_ms) line.push(fmtMs(st.step_ms) + ' a step on average (every step after warm-up, with its whole time)');
     if (st.median_ms) line.push('median ' + fmtMs(st.median_ms));
-    if (st.breakdown_pct) line.push(PHASES.map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
-    if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up/outlier steps excluded from the median');
+    if (st.breakdown_pct) line.push(PHASES.filter(function (p) { return p !== 'evaluation' || num(st.breakdown_pct[p]) > 0; })
+      .map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
+    if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up step(s) left out');
+    (st.slow || []).forEach(function (g) {
+      line.push(g.count + ' slow steps, ' + g.kind + (g.period_steps ? ' (every ' + g.period_steps + ')' : '') + ': ' +
+        fmt(num(g.share_pct), 1) + ' % of the time, mostly ' + g.phase + (g.what ? ' (' + g.what + ')' : ''));
+    });
     if (every > 1) line.push('one step in ' + every + ' drawn');
     if (st.timeline_truncated) line.push('later steps beyond the timeline window');
     byId('steps-line').textContent = line.join(' \u00b7 ');

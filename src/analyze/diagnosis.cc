@@ -82,6 +82,7 @@ std::string balanced_verdict(const StepAnalysis& s) {
 }  // namespace
 
 double loading_cpu_fraction(const DiagnosisInput& in) {
+  if (in.data_wait_cpu_fraction >= 0) return in.data_wait_cpu_fraction;
   const double data = share(in.steps.breakdown[Phase::kData], in.steps.step_ns);
   if (in.main_cpu_fraction < 0 || data <= 0) return -1;
   return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
@@ -100,6 +101,9 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
     in.main_runqueue_fraction = std::max(0.0, run.run.main_thread_runqueue_s) / run.run.wall_s;
   }
+  if (run.data_wait_ns > 0 && run.data_wait_cpu_ns >= 0)
+    in.data_wait_cpu_fraction =
+        std::clamp(static_cast<double>(run.data_wait_cpu_ns) / static_cast<double>(run.data_wait_ns), 0.0, 1.0);
   for (const auto& p : run.processes)
     if (p.role != ProcessRole::kMain) in.workers.push_back(p);
   int64_t worker_busy = 0;
@@ -165,14 +169,19 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
     return a.severity < b.severity;
   });
   // The verdict names the most important finding: the first high-severity
-  // one in gain order, else the first finding at all.
+  // one in gain order, else the first medium one (low ones are remarks).
   const Finding* main = nullptr;
   for (const Finding& f : d.findings)
     if (f.severity == Severity::kHigh) {
       main = &f;
       break;
     }
-  if (main == nullptr && !d.findings.empty() && d.findings.front().severity == Severity::kMedium) main = &d.findings.front();
+  if (main == nullptr)
+    for (const Finding& f : d.findings)
+      if (f.severity == Severity::kMedium) {
+        main = &f;
+        break;
+      }
   if (main == nullptr && !d.findings.empty() && undecided(steps)) {
     d.verdict = "Undecided: only " + std::to_string(steps.steady_count) +
                 " step(s) after warm-up, too few to name a bottleneck (run more steps); the leading candidate is " +

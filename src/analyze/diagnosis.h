@@ -40,6 +40,10 @@ struct DiagnosisInput {
   // tells loading that computes (workers compete for cores) from loading
   // that waits (sleep, I/O: workers overlap freely).
   double main_cpu_fraction = -1;
+  // Of the main thread's time in DataLoader __next__, the share it ran on a
+  // CPU, measured at the fetches (Run::data_wait_cpu_ns), -1 unknown: where
+  // known, loading_cpu_fraction() is this.
+  double data_wait_cpu_fraction = -1;
   // Share of the run the main thread was runnable but waiting for a CPU
   // (schedstat), 0 when unknown: cores contended by workers and threads.
   double main_runqueue_fraction = 0;
@@ -54,9 +58,10 @@ struct DiagnosisInput {
   const gpu::GpuReport* gpu = nullptr;
 };
 
-// Of the time the main thread waits for data (share `data_share` of the
-// run), the fraction it is busy on a CPU, assuming the rest of the step is
-// CPU-bound; -1 when unknown.
+// Of the time the main thread waits for data, the fraction it is busy on a
+// CPU: measured at the fetches where the collector did (data_wait_cpu_fraction),
+// else estimated from the main thread's CPU time over the run, assuming the
+// rest of the step is CPU-bound; -1 when unknown.
 double loading_cpu_fraction(const DiagnosisInput& in);
 
 struct Diagnosis {

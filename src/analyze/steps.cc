@@ -228,7 +228,7 @@ std::vector<PhaseInterval> phase_intervals(const TimelineView& tv, const std::ve
 
 // The statistics over the steady steps: time-weighted (every steady step's
 // whole time), their spread, and what the steps are made of.
-void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes) {
+void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const std::vector<Span>& optimizer) {
   std::vector<int64_t> steady;
   std::vector<int> micro;
   StepBreakdown sum;
@@ -236,7 +236,10 @@ void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes) {
   size_t pj = 0;
   for (Step& s : a.steps) {
     while (pj < passes.size() && passes[pj].first < s.start_ns) ++pj;
-    for (size_t k = pj; k < passes.size() && passes[k].first < s.end_ns; ++k) ++s.micro_batches;
+    // Backward passes inside optimizer.step are a closure's (LBFGS), not
+    // micro-batches.
+    for (size_t k = pj; k < passes.size() && passes[k].first < s.end_ns; ++k)
+      if (!inside_any(optimizer, passes[k].first, passes[k].second)) ++s.micro_batches;
     a.window_ns += s.duration();
     a.evaluation_ns += s.breakdown[Phase::kEvaluation];
     if (!s.steady) {
@@ -319,13 +322,23 @@ StepAnalysis analyze_steps(const Run& run) {
   }
   mark_steady(a, compile_spans(run));
   a.count = a.steps.size();
-  if (a.timeline_truncated && (a.source == "optimizer" || a.source == "dataloader")) {
+  // The window can fill before the first optimizer.step ends (LBFGS: a
+  // million operators in its closures): the run's optimizer steps are then
+  // still counted, from the aggregates, whatever bounded the window's steps.
+  if (a.timeline_truncated && a.source != "optimizer" && a.source != "profiler_step")
+    for (const OpStats& op : run.ops)
+      if (op.kind == OpKind::kUserScope && op.name.rfind("Optimizer.step#", 0) == 0 && op.calls > 0) {
+        a.count_source = "optimizer";
+        break;
+      }
+  const std::string& counted = a.count_source.empty() ? a.source : a.count_source;
+  if (a.timeline_truncated && (counted == "optimizer" || counted == "dataloader")) {
     uint64_t calls = 0;
-    const char* prefix = a.source == "optimizer" ? "Optimizer.step#" : "enumerate(DataLoader)";
+    const char* prefix = counted == "optimizer" ? "Optimizer.step#" : "enumerate(DataLoader)";
     for (const OpStats& op : run.ops)
       if (op.kind == OpKind::kUserScope && op.name.rfind(prefix, 0) == 0) calls += op.calls;
     size_t k = 1;
-    if (a.source == "optimizer") {
+    if (counted == "optimizer") {
       k = std::max<size_t>(1, run.env.optimizers.size());
       if (calls % k != 0) k = 1;
     } else {
@@ -333,9 +346,13 @@ StepAnalysis analyze_steps(const Run& run) {
       k = 1;
       calls -= std::min<uint64_t>(calls, run.env.dataloaders.empty() ? 0 : 1);
     }
-    a.count = std::max<size_t>(a.count, static_cast<size_t>(calls / k));
+    a.count = a.count_source.empty() ? std::max<size_t>(a.count, static_cast<size_t>(calls / k))
+                                     : static_cast<size_t>(calls / k);
   }
-  steady_statistics(a, passes);
+  std::vector<Span> optimizer;
+  for (size_t i : tv.main_events)
+    if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);
+  steady_statistics(a, passes, optimizer);
   classify_slow_steps(run, a);
   return a;
 }

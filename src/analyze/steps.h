@@ -41,7 +41,7 @@ struct Step {
   SlowKind slow = SlowKind::kNone;  // steady steps only
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
-  int micro_batches = 0;    // backward passes in the step (gradient accumulation: several)
+  int micro_batches = 0;    // backward passes in the step outside optimizer.step (accumulation, several losses)
   int64_t duration() const { return end_ns - start_ns; }
 };
 
@@ -70,6 +70,10 @@ struct StepAnalysis {
   // filled up, counted from the exact aggregates (optimizer steps, DataLoader
   // fetches) where the source allows.
   size_t count = 0;
+  // Where `count` came from when it is not `source`: "optimizer" when the
+  // window filled before any optimizer step ended in it (its steps are then
+  // bounded by `source`, the run's counted by Optimizer.step calls).
+  std::string count_source;
   size_t excluded = 0;     // warm-up steps
   size_t steady_count = 0; // the steps the statistics are over
   // Where the run's time went: the steady steps' time, all of it, divided

@@ -179,6 +179,12 @@ struct Run {
   std::vector<std::string> strings;  // OpEvent::name_id → name
   uint32_t main_thread = 0;       // thread index of Python's main thread
   uint64_t dropped_events = 0;    // events not kept in the timeline window
+  // The main thread's time inside DataLoader __next__ (all fetches) and its
+  // CPU time there (CLOCK_THREAD_CPUTIME_ID at each fetch's ends), -1 when
+  // not measured: tells loading that computes from loading that waits
+  // (sleep, I/O, workers' batches), exactly.
+  int64_t data_wait_ns = -1;
+  int64_t data_wait_cpu_ns = -1;
   std::vector<ModuleInfo> modules;
   std::vector<ModuleEvent> module_events;  // bounded window, sorted by time
   uint64_t dropped_module_events = 0;

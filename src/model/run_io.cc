@@ -13,7 +13,7 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 5;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights; 5: compiled modules
+constexpr uint32_t kVersion = 6;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights; 5: compiled modules; 6: data wait CPU time
 
 class Writer {
  public:
@@ -306,6 +306,8 @@ std::string encode_run(const Run& run) {
   }
   w.num(run.main_thread);
   w.num(run.dropped_events);
+  w.num(run.data_wait_ns);
+  w.num(run.data_wait_cpu_ns);
   w.num<uint64_t>(run.modules.size());
   for (const auto& m : run.modules) {
     w.str(m.name);
@@ -423,6 +425,8 @@ Run decode_run(const std::string& bytes) {
   run.main_thread = r.num<uint32_t>();
   if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
   run.dropped_events = r.num<uint64_t>();
+  run.data_wait_ns = r.num<int64_t>();
+  run.data_wait_cpu_ns = r.num<int64_t>();
   run.modules.resize(r.count(29));
   for (auto& m : run.modules) {
     m.name = r.str();

@@ -191,6 +191,7 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.field("count", static_cast<uint64_t>(s.count));
   w.field("in_window", static_cast<uint64_t>(s.steps.size()));
   w.field("source", s.source);
+  w.field("count_source", s.count_source.empty() ? s.source : s.count_source);
   w.field("warmup_excluded", static_cast<uint64_t>(s.excluded));
   w.field("steady", static_cast<uint64_t>(s.steady_count));
   w.field("step_ms", ns_to_ms(s.step_ns));

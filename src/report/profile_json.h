@@ -1,4 +1,4 @@
-// profile.json, schema "torchneck.profile/1" (docs/profile-json.md): the
+// profile.json, schema "torchneck.profile/2" (docs/profile-json.md): the
 // stable contract other tools and tests read. Keys are only ever added.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 namespace torchneck {
 
-inline constexpr const char* kProfileSchema = "torchneck.profile/1";
+inline constexpr const char* kProfileSchema = "torchneck.profile/2";
 
 std::string profile_json(const Run& run, const Analysis& analysis);
 

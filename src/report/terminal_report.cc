@@ -179,7 +179,7 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
   }
   out += "\n";
   if (s.micro_batches_per_step > 1)
-    appendf(out, "  %.0f micro-batches (forward + backward) per optimizer step: gradient accumulation\n",
+    appendf(out, "  %.0f backward passes per step (gradient accumulation's micro-batches, or several losses)\n",
             s.micro_batches_per_step);
   for (const SlowGroup& g : s.slow) {
     appendf(out, "  slow steps, %s: %zu", slow_kind_name(g.kind), g.steps.size());
@@ -188,7 +188,13 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
             ns_to_ms(g.excess_ns), ns_to_ms(s.typical_ns), 100 * g.share, phase_name(g.phase),
             g.what.empty() ? "" : "; in them: ", g.what.c_str());
   }
-  if (s.timeline_truncated) out += "  (the timeline window filled up: later steps are not in these numbers)\n";
+  if (!s.count_source.empty())
+    appendf(out, "  (%zu steps counted by %s.step calls over the whole run; the timeline window filled up within the "
+            "first of them, so the breakdown is of its %zu %s spans only)\n",
+            s.count, s.count_source.c_str(), s.steps.size(), s.source.c_str());
+  else if (s.timeline_truncated)
+    appendf(out, "  (the timeline window filled up: these numbers are of its %zu steps, the first of %zu; "
+            "--timeline-events=N keeps more)\n", s.steps.size(), s.count);
 }
 
 // What the collectors saw of torch.compile (analyze/compiled.h).
@@ -310,7 +316,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     file("trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing");
     file("stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg");
     file("profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app");
-    file("profile.json", "machine-readable profile (schema torchneck.profile/1)");
+    file("profile.json", "machine-readable profile (schema torchneck.profile/2)");
     if (run.run.python_mode == PythonMode::kTrace) file("python.pstats", "python3 -m pstats FILE (or snakeviz FILE)");
     file("report.txt", "this report");
   }

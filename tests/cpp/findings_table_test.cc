@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kMs = 1'000'000;
 
 // A CPU run where most CPU detectors fire: data wait 30 % (input_bound,
-// slow_data_transform), optimizer 20 % (optimizer_heavy), one layer 90 % of
+// slow_data_transform), optimizer 20 % (optimizer_heavy), one layer of two 90 % of
 // forward + backward (heavy_layer), 1000 operators of 5 us per step
 // (framework_overhead).
 DiagnosisInput busy_cpu_run() {
@@ -52,7 +52,13 @@ DiagnosisInput busy_cpu_run() {
   fc.leaf = true;
   fc.forward_ns = 270 * kMs;
   fc.backward_ns = 180 * kMs;
-  in.layers = {model, fc};
+  fc.calls = 10;
+  LayerStats conv = fc;
+  conv.name = "conv";
+  conv.type = "Conv2d";
+  conv.forward_ns = 30 * kMs;
+  conv.backward_ns = 20 * kMs;
+  in.layers = {model, fc, conv};
   in.data_functions.push_back({"augment", "train.py", 40, 200 * kMs});
   in.data_python_ns = 250 * kMs;
   return in;

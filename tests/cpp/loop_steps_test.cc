@@ -214,5 +214,28 @@ TEST(LoopSteps, LbfgsClosureIsForwardAndBackwardInsideTheStep) {
   EXPECT_TRUE(a.evaluation.empty());
 }
 
+TEST(LoopSteps, AWindowFullBeforeTheFirstOptimizerStepStillCountsTheRunsSteps) {
+  // GIVEN an LBFGS run whose timeline window filled inside its first
+  // optimizer.step (closures of a million operators): the window holds
+  // backward passes and no Optimizer.step end, the aggregates 4 steps
+  RunBuilder rb = model_run();
+  for (int i = 0; i < 6; ++i) {
+    rb.event("aten::addmm", OpKind::kOperator, i * 10 * kMs, i * 10 * kMs + 3 * kMs, i);
+    rb.event("AddmmBackward0", OpKind::kBackward, i * 10 * kMs + 3 * kMs, i * 10 * kMs + 7 * kMs, i);
+  }
+  OpStats step;
+  step.name = "Optimizer.step#LBFGS.step";
+  step.kind = OpKind::kUserScope;
+  step.calls = 4;
+  rb.run.ops.push_back(step);
+  rb.run.dropped_events = 1'000'000;
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN the window's spans are backward passes, the run's steps 4
+  EXPECT_EQ(a.source, "backward");
+  EXPECT_EQ(a.count_source, "optimizer");
+  EXPECT_EQ(a.count, 4u);
+}
+
 }  // namespace
 }  // namespace torchneck

@@ -107,7 +107,7 @@ TEST(ProfileJson, CarriesSchemaAndSampleModeHasNoCallCounts) {
   torchneck::Run run = sample_run();
   run.run.python_mode = torchneck::PythonMode::kSample;
   const std::string j = profile_json(run, analyze(run, SummaryOptions{}));
-  EXPECT_NE(j.find("\"schema\": \"torchneck.profile/1\""), std::string::npos);
+  EXPECT_NE(j.find("\"schema\": \"torchneck.profile/2\""), std::string::npos);
   EXPECT_NE(j.find("\"calls\": null"), std::string::npos);
   EXPECT_NE(j.find("\"dropped_events\": 0"), std::string::npos);
 }

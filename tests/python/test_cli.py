@@ -64,7 +64,7 @@ def test_python_dash_m_torchneck_is_a_drop_in_for_bottleneck(tmp_path):
     # default output: a fresh folder under ./torchneck-out/
     runs = os.listdir(tmp_path / "torchneck-out")
     assert len(runs) == 1 and runs[0].startswith("introspect-")
-    assert load_profile(str(tmp_path / "torchneck-out" / runs[0]))["schema"] == "torchneck.profile/1"
+    assert load_profile(str(tmp_path / "torchneck-out" / runs[0]))["schema"] == "torchneck.profile/2"
 
 
 def test_script_runs_once(tmp_path):

@@ -93,8 +93,11 @@ def test_balanced_cnn_has_no_high_severity_finding(tmp_path):
 def test_breakdown_sums_to_the_step(tmp_path):
     profile, _, _ = profile_example("input_bound_sleep", tmp_path, "--steps", "20")
     s = profile["steps"]
-    assert abs(sum(s["breakdown_ms"].values()) - s["median_ms"]) < 1e-3
+    assert abs(sum(s["breakdown_ms"].values()) - s["step_ms"]) < 1e-3
     assert abs(sum(s["breakdown_pct"].values()) - 100) < 1e-3
+    # the step time is every steady step's whole time over their number
+    steady = [step["ms"] for step in s["per_step"] if step["steady"]]
+    assert abs(s["step_ms"] - sum(steady) / len(steady)) < 1e-3
     for step in s["per_step"]:
         assert abs(sum(step["breakdown_ms"].values()) - step["ms"]) < 1e-3
 

@@ -103,7 +103,11 @@ def test_grad_accum_counts_optimizer_steps(tmp_path):
     # framework_overhead: 4 forward + backward passes per step make ~1000
     # operator calls per step (~15 us each on the reference machine, below
     # 10 us on a faster BLAS): "many tiny operators" is a fair reading.
-    check_common(profile, truth, allowed={"framework_overhead"})
+    # cpu_threads_underused: not the shape's, but true of the environment:
+    # Debian 12's torch 1.13 starts with 1 intra-op thread of 2 cores, and
+    # this model's (width 256, sized so that data stays well under
+    # input_bound's 25 %) operators average above 50 us.
+    check_common(profile, truth, allowed={"framework_overhead", "cpu_threads_underused"})
     assert truth["micro_batches_per_step"] == 4
     assert profile["steps"].get("micro_batches_per_step") == 4, (
         f"steps.micro_batches_per_step = {profile['steps'].get('micro_batches_per_step')}, "

@@ -20,6 +20,8 @@ constexpr double kMinComputeShare = 0.40;
 // What the advice typically achieves: a layer made half as wide (or low-rank)
 // costs about half; the estimate assumes that halving.
 constexpr double kAssumedLayerSaving = 0.5;
+// A model of one leaf layer has nothing to compare it with.
+constexpr size_t kMinLeaves = 2;
 
 std::string advice(const LayerStats& l) {
   const std::string& t = l.type;
@@ -47,9 +49,14 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
     if (l.depth == 0) model_total += l.combined();
   if (model_total <= 0) return;
   const LayerStats* heavy = nullptr;
+  size_t leaves = 0;
   for (const LayerStats& l : in.layers)
-    if (l.leaf && l.depth > 0 && (heavy == nullptr || l.combined() > heavy->combined())) heavy = &l;
-  if (heavy == nullptr) return;
+    if (l.leaf && l.depth > 0 && l.calls > 0) {
+      ++leaves;
+      if (heavy == nullptr || l.combined() > heavy->combined()) heavy = &l;
+    }
+  // One layer is no heavy one among others (a polynomial fit's Linear(3, 1)).
+  if (heavy == nullptr || leaves < kMinLeaves) return;
   const double part = share(heavy->combined(), model_total);
   if (part < kHeavyLayerShare) return;
   const StepAnalysis& s = in.steps;
@@ -59,10 +66,11 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   Finding f = make_finding(FindingId::heavy_layer);
   if (part >= kHeavyLayerHighShare && compute >= kComputeShareForHigh) f.severity = Severity::kHigh;
   // Cores contended: each layer's time includes waiting for a CPU, which
-  // lands on whatever runs then (a parameterless activation can come out
-  // on top); the ranking is not to be acted on.
+  // lands on whatever runs then. A parameterless layer (an activation, a
+  // reshape) on top is then more likely the wait than its work: not to be
+  // acted on. A layer with parameters keeps its severity, with a caution.
   const bool contended = in.main_runqueue_fraction >= thresholds::kContendedRunqueueShare;
-  if (contended) f.severity = Severity::kLow;
+  if (contended && heavy->params == 0) f.severity = Severity::kLow;
   f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
 
 namespace torchneck {
 namespace {
 
-// Three thirds of at least three steps each, or no trend can be told.
-constexpr size_t kMinSteps = 9;
+// Thirds of at least 7 steps each, or no trend can be told from noise.
+constexpr size_t kMinSteps = 21;
 // A fifth slower at the end is felt in a long run; half is the main cost.
 constexpr double kDriftShare = 0.20;
 constexpr double kDriftHighShare = 0.50;
@@ -19,7 +20,7 @@ constexpr double kDriftHighShare = 0.50;
 // down once, mid-run (another process starting), shifts the thirds but
 // rarely makes a trend that steady; growing state does.
 constexpr double kMinStandardErrors = 3.0;
-constexpr double kMinRankCorrelation = 0.6;
+constexpr double kMinRankCorrelation = 0.7;
 
 // Spearman's rank correlation of v with its index (ties ranked by order).
 double rank_correlation(const std::vector<double>& v) {
@@ -74,6 +75,11 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
   if (growth < kDriftShare || last.mean - first.mean < kMinStandardErrors * se) return;
   Finding f = make_finding(FindingId::step_time_drift);
   if (growth >= kDriftHighShare) f.severity = Severity::kHigh;
+  // A busy machine slows every step down too, and one run cannot tell its
+  // slowing from the script's: with the loop waiting for a CPU that long,
+  // the drift is shown as low.
+  const bool busy = in.main_runqueue_fraction >= thresholds::kContendedRunqueueShare;
+  if (busy) f.severity = Severity::kLow;
   f.title = "Steps get slower over the run: the last third " + fmt_pct(growth) + " slower than the first";
   f.evidence.push_back("typical steps (" + std::to_string(d.size()) + "): the first " + std::to_string(k) +
                        " take " + fmt_ms(static_cast<int64_t>(first.median)) + " (median), the last " + std::to_string(k) +
@@ -82,6 +88,9 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
                        std::to_string(static_cast<int>((last.mean - first.mean) / std::max(se, 1.0))) +
                        " standard errors, and step time rises with the step (rank correlation " +
                        std::to_string(static_cast<int>(100 * rho)) + " %): not noise");
+  if (busy)
+    f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
+                         " of the run: the machine may have slowed down, not the script");
   f.recommendation = "look for state that grows step after step: tensors appended to a list, a loss accumulated "
                      "with its graph (total += loss instead of loss.item()), a growing cache; see memory_creep";
   if (s.step_ns > 0) {

@@ -35,6 +35,13 @@ void merge(OpMerger& merger, const StringInterner& interner, const OpAggregate& 
   if (a.other_shapes > 0) merger.add_shapes(name, a.kind, kOtherShapes, a.other_shapes);
 }
 
+// A thread's DataLoader fetch times into the run's (Run::data_wait_ns).
+void add_fetch_times(Run& run, const ThreadState& st) {
+  if (st.fetch_ns <= 0) return;
+  run.data_wait_ns = std::max<int64_t>(run.data_wait_ns, 0) + st.fetch_ns;
+  run.data_wait_cpu_ns = std::max<int64_t>(run.data_wait_cpu_ns, 0) + st.fetch_cpu_ns;
+}
+
 }  // namespace
 
 bool snapshot_op_observer(Run& run, int64_t wait_ns) {
@@ -70,6 +77,7 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
       copies.assign(st->aggs.begin(), st->aggs.end());
       count = st->timeline.snapshot_chunks(chunks);
       dropped += st->timeline.dropped();
+      add_fetch_times(run, *st);
     }
     st->frozen.store(0, std::memory_order_release);
     if (!quiet) {
@@ -104,6 +112,7 @@ void collect_op_observer(Run& run) {
     events += st->timeline.size();
     dropped += st->timeline.dropped();
     unfinished += st->abandoned + st->stack.size();
+    add_fetch_times(run, *st);
   }
   merger.finish(run.ops, o.options.max_shapes_per_op);
 

@@ -50,6 +50,7 @@ struct Frame {
   uint32_t name_id;
   uint32_t agg;      // index into ThreadState::aggs
   OpKind kind;
+  int64_t cpu_start_ns;  // DataLoader fetches only: the thread's CPU clock at start
 };
 
 struct ShapeSlot {
@@ -103,6 +104,11 @@ struct ThreadState {
   // name id -> 1 if its end is a step boundary (timeline_window.h), 0 if
   // not, 2 if not classified yet; grows only when a new name is seen.
   std::vector<uint8_t> boundary_of;
+  // name id -> 1 if it is a DataLoader fetch, as boundary_of; and the
+  // fetches' wall and CPU time on this thread (docs: Run::data_wait_ns).
+  std::vector<uint8_t> fetch_of;
+  int64_t fetch_ns = 0;
+  int64_t fetch_cpu_ns = 0;
   // Scratch for the sampled shape callback, reused across events.
   std::string shape_text;
   std::string dtype_text;

@@ -31,7 +31,7 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--accum", type=int, default=4)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--width", type=int, default=128)
+    p.add_argument("--width", type=int, default=256)
     p.add_argument("--read-ms", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--truth", metavar="PATH")
