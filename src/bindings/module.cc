@@ -201,6 +201,7 @@ class Session {
     run.notes = facts.notes;
     if (facts.process) run.processes.push_back(*facts.process);
     run.env = facts.env;
+    run.growing_graphs = facts.growing_graphs;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     const TimelineWindow& window = timeline_window();
     if (window.closed.load()) {
