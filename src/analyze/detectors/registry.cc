@@ -13,6 +13,8 @@
   X(kCpu, detect_cpu_threads_underused)  \
   X(kCpu, detect_optimizer_heavy)        \
   X(kCpu, detect_dataloader_respawn)     \
+  X(kCpu, detect_memory_creep)           \
+  X(kCpu, detect_gc_pauses)              \
   X(kGpu, detect_input_bound_gpu)        \
   X(kGpu, detect_communication_bound)    \
   X(kGpu, detect_gpu_idle)               \
