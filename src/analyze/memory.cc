@@ -10,6 +10,14 @@ namespace {
 // nothing about a trend.
 constexpr size_t kMinFitSamples = 5;
 
+// Records of `v` whose time lies in [a, b], times their size.
+template <typename T, typename Time>
+double bytes_in(const std::vector<T>& v, int64_t a, int64_t b, Time time) {
+  size_t n = 0;
+  for (const T& x : v) n += time(x) >= a && time(x) <= b;
+  return static_cast<double>(n) * sizeof(T);
+}
+
 }  // namespace
 
 SteadySpan steady_span(const StepAnalysis& steps) {
@@ -84,6 +92,11 @@ MemoryAnalysis analyze_memory(const Run& run, const StepAnalysis& steps) {
   m.rss_steady_start = static_cast<int64_t>(m.fit.intercept);
   m.growth_bytes = m.fit.slope * span_s;
   m.growth_per_step_bytes = m.growth_bytes / static_cast<double>(m.span.steps());
+  const int64_t a = m.span.start_ns, b = m.span.end_ns;
+  m.recorded_bytes = bytes_in(run.timeline, a, b, [](const OpEvent& e) { return e.start_ns; }) +
+                     bytes_in(run.module_events, a, b, [](const ModuleEvent& e) { return e.t_ns; }) +
+                     bytes_in(run.samples, a, b, [](const PySample& e) { return e.t_ns; }) +
+                     bytes_in(run.py_frames, a, b, [](const PyFrameEvent& e) { return e.start_ns; });
   const double half = span_s / 2;
   size_t from = 0;
   while (from < t.size() && t[from] < half) ++from;

@@ -48,6 +48,11 @@ struct MemoryAnalysis {
   int64_t rss_steady_start = -1;   // the line at the span's start (the sample there when not fitted)
   double growth_bytes = 0;         // the line's rise over the span
   double growth_per_step_bytes = 0;
+  // What torchneck's own timelines recorded over the span (operator and
+  // module events, Python samples and frames, at their model sizes): memory
+  // the profiler itself added, a lower bound of it, left out of the growth
+  // memory_creep judges.
+  double recorded_bytes = 0;
   // The same fit over the second half of the span only: a leak keeps its
   // slope, an allocator that warms up (arenas, caches filling) flattens.
   LineFit late_fit;

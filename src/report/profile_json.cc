@@ -304,6 +304,7 @@ void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
     w.field("slope_bytes_per_s", m.fit.slope);
     w.field("r2", m.fit.r2);
     w.field("late_slope_bytes_per_s", m.late_fit.slope);
+    w.field("recorded_bytes", m.recorded_bytes);
     w.end_object();
   }
   w.key("series").begin_array();  // [ms since the first sample, resident bytes]

@@ -152,6 +152,29 @@ TEST(MemoryCreep, WithoutAGraphItSaysMemoryGrows) {
   EXPECT_EQ(found[0].title, "Resident memory grows 2.00 MiB per step over the steady steps");
 }
 
+TEST(MemoryCreep, WhatTheProfilersOwnTimelineRecordedIsNotTheScripts) {
+  // GIVEN 40 MiB of growth over the steady steps, and the operator timeline
+  // recording 30 MiB of events meanwhile (655360 events of 48 bytes)
+  const StepAnalysis steps = steps_of(40);
+  torchneck::Run run = run_with_memory(40, [](double step) { return (300 + 1 * step) * kMiB; });
+  run.strings = {"aten::add"};
+  run.threads.resize(1);
+  const size_t n = 655360;
+  for (size_t i = 0; i < n; ++i) {
+    OpEvent e{};
+    e.start_ns = 1100 * kMs + static_cast<int64_t>(i) * (3800 * kMs / static_cast<int64_t>(n));
+    e.end_ns = e.start_ns + 1;
+    run.timeline.push_back(e);
+  }
+  // THEN 10 MiB is left for the script: no creep; without the events, low
+  EXPECT_NEAR(analyze_memory(run, steps).recorded_bytes / kMiB, 30, 0.01);
+  EXPECT_TRUE(findings_of(run, steps, "memory_creep").empty());
+  run.timeline.clear();
+  const auto found = findings_of(run, steps, "memory_creep");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].severity, Severity::kLow);  // 39 MiB on 301, no graph named
+}
+
 TEST(MemoryCreep, FlatNoisyLevellingOffOrOneJumpIsNoCreep) {
   const StepAnalysis steps = steps_of(40);
   // flat with +-8 MiB of noise
