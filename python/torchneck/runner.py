@@ -192,6 +192,7 @@ def run(options):
             trace_steps=options.trace_steps,
             top=options.top,
             memory_interval_ms=options.memory_interval_ms,
+            gc=options.gc,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
