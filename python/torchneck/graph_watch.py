@@ -13,6 +13,7 @@ function that accumulates into it (`name += ...`, `name = name + ...`,
 found with ast), as model GrowingGraph facts (facts.growing_graph)."""
 
 import ast
+import functools
 import os
 import sys
 
@@ -176,9 +177,10 @@ class GraphWatch:
             watch.on_step()
             return result
 
-        step.__wrapped__ = original
-        step.__name__ = getattr(original, "__name__", "step")
-        step.__qualname__ = getattr(original, "__qualname__", "step")
+        # Its attributes too: torch 1.13 marks its own profiling wrapper
+        # `hooked`, and wraps step again for each new optimizer of a class
+        # whose step lacks the mark (two Optimizer.step scopes per call).
+        functools.update_wrapper(step, original)
         cls.step = step
         self._wrapped.append((cls, original))
 

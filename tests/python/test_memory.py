@@ -100,3 +100,23 @@ def test_clean_loop_has_no_gc_pauses(tmp_path):
     assert "gc_pauses" not in findings(profile), report
     assert profile["gc"]["observed"]
     assert profile["gc"]["collections"] >= sum(truth["collections"])
+
+
+def test_watching_steps_leaves_one_optimizer_scope_per_call(tmp_path):
+    # torch 1.13 wraps Optimizer.step for profiling once per class, unless
+    # the class's step is marked; the graph watch's own wrapper keeps the
+    # mark, so a second optimizer of the class does not wrap it again.
+    s = tmp_path / "two_sgd.py"
+    s.write_text("import torch\n"
+                 "m = torch.nn.Linear(4, 4)\n"
+                 "a = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                 "b = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                 "for i in range(10):\n"
+                 "    m(torch.randn(2, 4)).sum().backward()\n"
+                 "    a.step()\n"
+                 "    b.step()\n")
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, str(s)])
+    assert r.returncode == 0, r.stderr
+    calls = {o["name"]: o["calls"] for o in load_profile(out)["ops"]}
+    assert calls["Optimizer.step#SGD.step"] == 20
