@@ -44,11 +44,11 @@ def test_memory_creep_names_the_variable_and_the_line(tmp_path):
     found = findings(profile)
     assert "memory_creep" in found, report
     f = found["memory_creep"]
-    leaky = line_of(script("memory_creep.py"), "total_loss += loss")
-    assert f"total_loss (memory_creep.py:{leaky}: `total_loss += loss`)" in f["title"]
-    assert "loss.item()" in f["recommendation"] and "total_loss += loss.item()" in f["recommendation"]
+    leaky = line_of(script("memory_creep.py"), "total_val_loss += val_loss")
+    assert f"total_val_loss (memory_creep.py:{leaky}: `total_val_loss += val_loss`)" in f["title"]
+    assert "`total_val_loss += val_loss.item()`" in f["recommendation"]
     [g] = profile["memory"]["growing_graphs"]
-    assert g["variable"] == "total_loss" and g["scope"] == "train" and g["line"] == leaky
+    assert g["variable"] == "total_val_loss" and g["scope"] == "train" and g["line"] == leaky
     assert g["nodes_last"] > 4 * g["nodes_first"]
     # The growth per step within 25 % of the script's own readings over the
     # same steps (both include what the profiler itself allocates).
