@@ -185,10 +185,10 @@ void memory_section(std::string& out, const MemoryAnalysis& m, const GcAnalysis&
               static_cast<double>(m.rss_steady_start) / mib, static_cast<double>(m.rss_peak) / mib, m.growth_bytes / mib,
               m.span.first, m.span.last, m.growth_per_step_bytes / mib, m.fit.r2, m.fit_samples);
     } else {
-      appendf(out, "\nMemory: resident %.0f MiB at the start, peak %.0f MiB, %.0f MiB at the end (%zu samples: too few in the "
-              "steady steps for a trend)\n",
+      appendf(out, "\nMemory: resident %.0f MiB at the start, peak %.0f MiB, %.0f MiB at the end (%zu samples; %s)\n",
               static_cast<double>(m.rss_first) / mib, static_cast<double>(m.rss_peak) / mib,
-              static_cast<double>(m.rss_last) / mib, m.samples);
+              static_cast<double>(m.rss_last) / mib, m.samples,
+              m.span.found ? "too few in the steady steps to fit a trend" : "no steady steps to fit a trend over");
     }
   }
   if (g.observed) {
