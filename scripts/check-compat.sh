@@ -47,7 +47,7 @@ for f in op_observer op_observer_collect; do
     -I"$inc" -I"$inc/torch/csrc/api/include" "${common[@]}" "$root/src/collect/torch/$f.cc"
 done
 for f in collect/python/tracer collect/python/sampler collect/python/py_names \
-         collect/python/module_scopes bindings/spiller; do
+         collect/python/module_scopes collect/python/gc_pauses bindings/spiller; do
   check "$(basename "$f").cc vs Python 3.13" c++20 -I"$pyinc" -I"$inc" "${common[@]}" "$root/src/$f.cc"
 done
 exit $status

@@ -92,7 +92,8 @@ https://ui.perfetto.dev or chrome://tracing.
 """
 
 _RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
-                "--trace-steps", "--spill-interval", "--top"]
+                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--no-gc",
+                "--top"]
 
 COMMANDS = {c.name: c for c in [
     Command("run", "profile a script: run it once, unchanged, and report where the time went",

@@ -48,6 +48,7 @@ class EnvCollector:
         self._seen = weakref.WeakSet()  # ids could be reused by later objects
         self.on_change = None  # called after a new DataLoader or optimizer is recorded
         self.on_dataloader = None  # called with each new DataLoader
+        self.on_optimizer = None  # called with each new optimizer
         self._wrapped = []  # (class, original __init__)
 
     def install(self):
@@ -93,6 +94,8 @@ class EnvCollector:
             param_tensors=sum(len(g.get("params", [])) for g in groups),
             foreach=foreach,
         ))
+        if self.on_optimizer is not None:
+            self.on_optimizer(opt)
 
     def _record_loader(self, loader):
         self._record(loader)

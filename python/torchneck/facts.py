@@ -1,6 +1,7 @@
 """The facts Python hands to the native session, built in one place: one
 function per struct of the extension (RunFacts, RunInfo, EnvFacts,
-DataLoaderFacts, OptimizerFacts, ProcessInfo; src/bindings/facts.h).
+DataLoaderFacts, OptimizerFacts, ProcessInfo, GrowingGraph;
+src/bindings/facts.h).
 
 Every field is a required keyword argument, and the structs take no
 attribute they do not have: a missing, misspelled or mistyped fact is an
@@ -82,11 +83,30 @@ def process_info(*, pid, role, worker_id, start_method, wall_s, busy_s, cpu_s, b
     return p
 
 
-def run_facts(*, run, env, notes, thread_names, main_tid, process):
+def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last, nodes_cap, step_first,
+                  step_last):
+    """A tensor of the script whose autograd graph kept growing
+    (graph_watch.py); file "" and line 0 when no accumulating line was found."""
+    g = _native().GrowingGraph()
+    g.variable = variable
+    g.scope = scope
+    g.file = file
+    g.line = line
+    g.code = code
+    g.nodes_first = nodes_first
+    g.nodes_last = nodes_last
+    g.nodes_cap = nodes_cap
+    g.step_first = step_first
+    g.step_last = step_last
+    return g
+
+
+def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graphs):
     """run: run_info(...); env: env_facts(...); process: process_info(...),
     or None for a spill's facts (the session describes its own process);
     thread_names: Linux thread id -> Python thread name; main_tid: Python's
-    main thread, 0 for the thread that started the session."""
+    main thread, 0 for the thread that started the session; growing_graphs:
+    a list of growing_graph(...)."""
     f = _native().RunFacts()
     f.run = run
     f.env = env
@@ -94,4 +114,5 @@ def run_facts(*, run, env, notes, thread_names, main_tid, process):
     f.thread_names = dict(thread_names)
     f.main_tid = main_tid
     f.process = process
+    f.growing_graphs = list(growing_graphs)
     return f

@@ -76,6 +76,12 @@ OPTIONS = {o.long: o for o in [
         "profile to DIR/profile.spill (default 10; 0: none),",
         "which `torchneck report DIR` turns into the report",
         "after a kill -9 (see docs/endings.md)"], "S", 0, 86400, default=10.0),
+    Option(("--memory-interval-ms",), "memory_interval_ms", "int", [
+        "sample the resident memory every N ms (default 100; the",
+        "samples are thinned as the run grows, so the whole run",
+        "stays covered; 0: off)"], "N", 0, 60000, default=100),
+    Option(("--no-gc",), "gc", "flag", ["do not time Python's garbage collections (gc.callbacks)"],
+           default=True),
     Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,
            default=15),
 ]}

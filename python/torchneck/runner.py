@@ -14,6 +14,7 @@ import types
 from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import facts as runfacts
+from torchneck import graph_watch
 from torchneck import output
 from torchneck import workers
 from torchneck.errors import UsageError
@@ -190,6 +191,8 @@ def run(options):
             timeline_steps=options.timeline_steps,
             trace_steps=options.trace_steps,
             top=options.top,
+            memory_interval_ms=options.memory_interval_ms,
+            gc=options.gc,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
@@ -204,7 +207,7 @@ def run(options):
                                 start_unix_s=start_unix, wall_s=0.0, main_thread_cpu_s=-1.0,
                                 main_thread_runqueue_s=-1.0)
         return runfacts.run_facts(run=run, env=facts.snapshot(probe_cuda=False), notes=facts.notes,
-                                  thread_names={}, main_tid=0, process=None)
+                                  thread_names={}, main_tid=0, process=None, growing_graphs=[])
 
     def env_changed():
         """A spill (or a crash report) describes the environment as it is."""
@@ -216,6 +219,8 @@ def run(options):
     facts.on_change = env_changed
     worker_profiling = workers.WorkerProfiling(session, out_dir, options)
     facts.on_dataloader = worker_profiling.on_dataloader
+    graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0])
+    facts.on_optimizer = graphs.watch
     facts.install()
     guard = coexist.Guard(options)
     died_by = None  # the signal the script would have died by
@@ -239,6 +244,7 @@ def run(options):
         process_cpu = time.process_time() - process_cpu0
         worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         facts.uninstall()
+        graphs.uninstall()
         guard.uninstall()
         run = runfacts.run_info(
             script=target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=start_unix,
@@ -248,7 +254,8 @@ def run(options):
                                         busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
         output.report(session, runfacts.run_facts(run=run, env=facts.snapshot(), notes=facts.notes + guard.notes(),
                                                   thread_names=envfacts.thread_names(),
-                                                  main_tid=threading.main_thread().native_id, process=process),
+                                                  main_tid=threading.main_thread().native_id, process=process,
+                                                  growing_graphs=graphs.growing_graphs()),
                       out_dir)
 
     real_exit = os._exit
@@ -283,6 +290,7 @@ def run(options):
         output.discard_dir(out_dir)
         raise UsageError(f"cannot start profiling: {e}") from None
     worker_profiling.install()
+    graphs.install()
     # Not through env_changed(): a fact that is missing or misspelled is an
     # error here, before the script, rather than a spill without facts.
     session.set_info(spill_facts())

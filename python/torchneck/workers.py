@@ -112,7 +112,8 @@ def _start(init, worker_id):
     from torchneck import facts
 
     session = _torchneck.Session(python_mode=init.python_mode, sample_hz=init.sample_hz, ops=init.ops,
-                                 timeline_events_per_thread=16384, modules=False)
+                                 timeline_events_per_thread=16384, modules=False,
+                                 memory_interval_ms=0, gc=False)
     clock = _BatchClock()
     _wrap_fetchers(clock)
     t0 = time.perf_counter()
@@ -143,7 +144,8 @@ def _start(init, worker_id):
         folder = os.path.join(init.out_dir, "workers")
         os.makedirs(folder, exist_ok=True)
         session.save(facts.run_facts(run=run, env=env, notes=[], thread_names=envfacts.thread_names(),
-                                     main_tid=threading.main_thread().native_id, process=process),
+                                     main_tid=threading.main_thread().native_id, process=process,
+                                     growing_graphs=[]),
                      os.path.join(folder, f"worker-{int(worker_id)}-{pid}.spill"))
 
     # Run by multiprocessing when the worker process ends normally (its loop

@@ -17,6 +17,8 @@ struct Analysis {
   LayerAnalysis layers;
   CompileAnalysis compiled;  // torch.compile: what was seen of it
   Diagnosis diagnosis;
+  MemoryAnalysis memory;  // resident memory over the run (analyze/memory.h)
+  GcAnalysis gc;          // garbage collections
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
   std::vector<gpu::GpuReport> gpu;
@@ -35,6 +37,8 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);
   if (!a.gpu.empty()) in.gpu = &a.gpu.front();
   a.diagnosis = diagnose(in);
+  a.memory = in.memory;
+  a.gc = in.gc;
   return a;
 }
 

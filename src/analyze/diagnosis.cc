@@ -112,6 +112,9 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     in.worker_top_function = short_function_label(run.worker_python.front());
     in.worker_top_share = share(run.worker_python.front().self_ns, worker_busy);
   }
+  in.memory = analyze_memory(run, steps);
+  in.gc = analyze_gc(run, steps);
+  in.growing_graphs = run.growing_graphs;
   if (run.run.python_mode == PythonMode::kSample) data_functions_from_samples(run, in);
   else if (run.run.python_mode == PythonMode::kTrace) data_functions_from_calls(run, in);
   std::sort(in.data_functions.begin(), in.data_functions.end(), [](const DataFunction& a, const DataFunction& b) {

@@ -10,6 +10,7 @@
 
 #include "analyze/findings.h"
 #include "analyze/layers.h"
+#include "analyze/memory.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"  // share()
 #include "model/run.h"
@@ -52,6 +53,11 @@ struct DiagnosisInput {
   std::vector<ProcessInfo> workers;
   std::string worker_top_function;  // "file.py:12(name)", "" when none
   double worker_top_share = 0;      // of the workers' busy Python self time
+  // Resident memory and garbage collections against the steady steps
+  // (analyze/memory.h), and the tensors whose autograd graph kept growing.
+  MemoryAnalysis memory;
+  GcAnalysis gc;
+  std::vector<GrowingGraph> growing_graphs;
   // The GPU evidence: a Kineto trace's report (its first rank's), null on a
   // live run and for the CPU-side detectors' tests. GPU detectors read only
   // this; CPU detectors never read it.

@@ -75,4 +75,13 @@ std::string fmt_pct(double f) {
   return buf;
 }
 
+// MiB (2^20 bytes), as top and /proc show memory: "0.52 MiB", "12.3 MiB", "180 MiB".
+std::string fmt_mib(double bytes) {
+  char buf[32];
+  const double mib = bytes / (1024.0 * 1024.0);
+  const double a = mib < 0 ? -mib : mib;
+  std::snprintf(buf, sizeof buf, a >= 100 ? "%.0f MiB" : a >= 10 ? "%.1f MiB" : "%.2f MiB", mib);
+  return buf;
+}
+
 }  // namespace torchneck

@@ -72,5 +72,6 @@ std::string findings_markdown();
 // The one way findings write their numbers.
 std::string fmt_ms(int64_t ns);        // "1.16 ms", "12.3 ms", "178 ms": two decimals below 10, whole from 100
 std::string fmt_pct(double fraction);  // "42.5 %"
+std::string fmt_mib(double bytes);     // "12.3 MiB": two decimals below 10, whole from 100
 
 }  // namespace torchneck

@@ -1,8 +1,10 @@
 #include "bindings/collectors.h"
 
+#include "collect/python/gc_pauses.h"
 #include "collect/python/module_scopes.h"
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
+#include "collect/system/memory_sampler.h"
 #include "collect/torch/op_observer.h"
 
 namespace torchneck {
@@ -45,6 +47,43 @@ class ModuleScopeCollector final : public Collector {
     stop_module_scopes();
     Run dropped;
     collect_module_scopes(dropped);
+  }
+};
+
+// Resident memory over the run; without it the memory line and
+// memory_creep are missing, and the rest of the profile stands.
+class MemoryCollector final : public Collector {
+ public:
+  explicit MemoryCollector(const CollectorOptions& o) { options_.interval_ns = o.memory_interval_ms * 1'000'000; }
+  const char* name() const override { return "memory sampler"; }
+  bool required() const override { return false; }
+  bool python_side() const override { return false; }
+  bool start(std::string* error) override { return start_memory_sampler(options_, error); }
+  void stop() override { stop_memory_sampler(); }
+  bool snapshot(Run& run, int64_t wait_ns) override { return snapshot_memory_sampler(run, wait_ns); }
+  void collect(Run& run) override { collect_memory_sampler(run); }
+  void discard() override { discard_memory_sampler(); }
+
+ private:
+  MemorySamplerOptions options_;
+};
+
+// The interpreter's garbage collections (gc.callbacks).
+class GcPauseCollector final : public Collector {
+ public:
+  const char* name() const override { return "GC pauses"; }
+  bool required() const override { return false; }
+  bool python_side() const override { return true; }
+  bool start(std::string* error) override { return start_gc_pauses(GcPauseOptions{}, error); }
+  void stop() override { stop_gc_pauses(); }
+  bool snapshot(Run& run, int64_t) override {
+    snapshot_gc_pauses(run);
+    return true;
+  }
+  void collect(Run& run) override { collect_gc_pauses(run); }
+  void discard() override {
+    Run dropped;
+    collect_gc_pauses(dropped);
   }
 };
 
@@ -102,7 +141,9 @@ class TracerCollector final : public Collector {
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& o) {
   std::vector<std::unique_ptr<Collector>> list;
   if (o.ops) list.push_back(std::make_unique<OpCollector>(o));
+  if (o.memory_interval_ms > 0) list.push_back(std::make_unique<MemoryCollector>(o));
   if (o.modules) list.push_back(std::make_unique<ModuleScopeCollector>());
+  if (o.gc) list.push_back(std::make_unique<GcPauseCollector>());
   switch (o.python_mode) {
     case PythonMode::kSample: list.push_back(std::make_unique<SamplerCollector>(o)); break;
     case PythonMode::kTrace: list.push_back(std::make_unique<TracerCollector>(o)); break;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -19,10 +20,13 @@ struct CollectorOptions {
   bool modules = true;  // nn.Module scopes for layers and the forward phase
   size_t timeline_events_per_thread = size_t{1} << 19;
   double shape_sample_prob = 0.05;
+  int64_t memory_interval_ms = 100;  // resident memory sampling, 0: off
+  bool gc = true;                    // garbage collections (gc.callbacks)
 };
 
-// In start order (collect/collector.h): the operator observer, the module
-// scopes, then the Python sampler or tracer.
+// In start order (collect/collector.h): the operator observer, the memory
+// sampler, the module scopes, the GC pauses, then the Python sampler or
+// tracer.
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& options);
 
 }  // namespace torchneck

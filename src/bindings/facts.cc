@@ -86,6 +86,19 @@ void bind_facts(py::module_& m) {
       .def_readwrite("batches", &ProcessInfo::batches)
       .def_readwrite("batch_ns_max", &ProcessInfo::batch_ns_max);
 
+  py::class_<GrowingGraph>(m, "GrowingGraph")
+      .def(py::init<>())
+      .def_readwrite("variable", &GrowingGraph::variable)
+      .def_readwrite("scope", &GrowingGraph::scope)
+      .def_readwrite("file", &GrowingGraph::file)
+      .def_readwrite("line", &GrowingGraph::line)
+      .def_readwrite("code", &GrowingGraph::code)
+      .def_readwrite("nodes_first", &GrowingGraph::nodes_first)
+      .def_readwrite("nodes_last", &GrowingGraph::nodes_last)
+      .def_readwrite("nodes_cap", &GrowingGraph::nodes_cap)
+      .def_readwrite("step_first", &GrowingGraph::step_first)
+      .def_readwrite("step_last", &GrowingGraph::step_last);
+
   py::class_<RunFacts>(m, "RunFacts")
       .def(py::init<>())
       .def_readwrite("run", &RunFacts::run)
@@ -93,7 +106,8 @@ void bind_facts(py::module_& m) {
       .def_readwrite("notes", &RunFacts::notes)
       .def_readwrite("thread_names", &RunFacts::thread_names)
       .def_readwrite("main_tid", &RunFacts::main_tid)
-      .def_readwrite("process", &RunFacts::process);
+      .def_readwrite("process", &RunFacts::process)
+      .def_readwrite("growing_graphs", &RunFacts::growing_graphs);
 }
 
 }  // namespace torchneck

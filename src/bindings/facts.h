@@ -29,10 +29,12 @@ struct RunFacts {
   // This process (the main one, or a DataLoader worker); none for a spill's
   // facts, which the session describes itself.
   std::optional<ProcessInfo> process;
+  // Tensors of the script whose autograd graph kept growing (graph_watch.py).
+  std::vector<GrowingGraph> growing_graphs;
 };
 
 // RunFacts, RunInfo, EnvFacts, DataLoaderFacts, OptimizerFacts, ProcessInfo
-// and the enums PythonMode, ProcessRole and Ending, on module m.
+// GrowingGraph, and the enums PythonMode, ProcessRole and Ending, on module m.
 void bind_facts(pybind11::module_& m);
 
 }  // namespace torchneck

@@ -163,6 +163,55 @@ struct ProcessInfo {
   std::vector<std::string> top_functions;  // hottest Python functions ("file:line(name)"), by self time
 };
 
+// The process's resident memory at one instant (the memory sampler's,
+// every --memory-interval-ms). The sampler keeps a fixed number of samples:
+// when its buffer fills it drops every other one and samples half as often,
+// so the list always covers the whole run, at a resolution that halves as
+// the run grows.
+struct MemorySample {
+  int64_t t_ns = 0;                    // monotonic clock, as OpEvent
+  int64_t rss_bytes = 0;               // resident set (/proc/self/statm)
+  int64_t torch_allocated_bytes = -1;  // torch's CPU allocator in use, -1 unknown
+};
+
+// One garbage collection by the interpreter (gc.callbacks), on the clock of
+// OpEvent.
+struct GcPause {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int32_t generation = 0;  // 0, 1, 2
+  int64_t collected = 0;   // unreachable objects found
+  int64_t duration() const { return end_ns - start_ns; }
+};
+
+// Every collection of the run, also those beyond the bounded list.
+struct GcTotals {
+  static constexpr int kGenerations = 3;
+  uint64_t collections = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  uint64_t by_generation[kGenerations] = {0, 0, 0};
+  int64_t ns_by_generation[kGenerations] = {0, 0, 0};
+  int64_t collected = 0;
+  uint64_t dropped = 0;  // pauses counted here but not kept in Run::gc_pauses
+};
+
+// A tensor of the user's script whose autograd graph grew between two looks
+// of the launcher (python/torchneck/graph_watch.py): what keeps every step's
+// graph alive (`total_loss += loss`). A fact only Python can see.
+struct GrowingGraph {
+  std::string variable;  // "total_loss"
+  std::string scope;     // the function it is a local of, "<module>" for a global of __main__
+  std::string file;      // the line that accumulates into it, "" when not found
+  int line = 0;
+  std::string code;      // that line's source, stripped ("total_loss += loss")
+  int64_t nodes_first = 0;  // autograd nodes reachable from its grad_fn at the first look
+  int64_t nodes_last = 0;   // and at the last (a bounded walk: capped at nodes_cap)
+  int64_t nodes_cap = 0;
+  int64_t step_first = 0;  // optimizer steps taken at those looks
+  int64_t step_last = 0;
+};
+
 struct Run {
   RunInfo run;
   EnvFacts env;
@@ -202,6 +251,15 @@ struct Run {
   // Device work and the host activity around it (model/activity.h): a
   // Kineto trace's, or a live run's GPU window; empty on a CPU-only run.
   Activities activities;
+  // Resident memory over the run (model above), by time; empty when not
+  // sampled (--memory-interval-ms=0, or an ingested trace).
+  std::vector<MemorySample> memory;
+  int64_t memory_interval_ns = 0;  // the sampler's period at the end of the run (it doubles when thinned)
+  // Garbage collections: the first ones in a bounded list, all in gc.
+  std::vector<GcPause> gc_pauses;
+  GcTotals gc;
+  bool gc_observed = false;  // gc.callbacks was watched (false: nothing known)
+  std::vector<GrowingGraph> growing_graphs;
 };
 
 }  // namespace torchneck

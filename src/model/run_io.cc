@@ -13,7 +13,10 @@ namespace torchneck {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-constexpr uint32_t kVersion = 6;  // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample weights; 5: compiled modules; 6: data wait CPU time
+// 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample
+// weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
+// growing autograd graphs, the data wait's CPU time.
+constexpr uint32_t kVersion = 6;
 
 class Writer {
  public:
@@ -236,6 +239,89 @@ std::vector<ProcessInfo> get_processes(Reader& r) {
   return ps;
 }
 
+void put_memory_and_gc(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.memory.size());
+  for (const auto& m : run.memory) {
+    w.num(m.t_ns);
+    w.num(m.rss_bytes);
+    w.num(m.torch_allocated_bytes);
+  }
+  w.num(run.memory_interval_ns);
+  w.num<uint64_t>(run.gc_pauses.size());
+  for (const auto& g : run.gc_pauses) {
+    w.num(g.start_ns);
+    w.num(g.end_ns);
+    w.num(g.generation);
+    w.num(g.collected);
+  }
+  const GcTotals& t = run.gc;
+  w.num(t.collections);
+  w.num(t.total_ns);
+  w.num(t.max_ns);
+  for (int i = 0; i < GcTotals::kGenerations; ++i) {
+    w.num(t.by_generation[i]);
+    w.num(t.ns_by_generation[i]);
+  }
+  w.num(t.collected);
+  w.num(t.dropped);
+  w.num<uint8_t>(run.gc_observed);
+  w.num<uint64_t>(run.growing_graphs.size());
+  for (const auto& g : run.growing_graphs) {
+    w.str(g.variable);
+    w.str(g.scope);
+    w.str(g.file);
+    w.num<int32_t>(g.line);
+    w.str(g.code);
+    w.num(g.nodes_first);
+    w.num(g.nodes_last);
+    w.num(g.nodes_cap);
+    w.num(g.step_first);
+    w.num(g.step_last);
+  }
+}
+
+void get_memory_and_gc(Reader& r, Run& run) {
+  run.memory.resize(r.count(24));
+  for (auto& m : run.memory) {
+    m.t_ns = r.num<int64_t>();
+    m.rss_bytes = r.num<int64_t>();
+    m.torch_allocated_bytes = r.num<int64_t>();
+  }
+  run.memory_interval_ns = r.num<int64_t>();
+  run.gc_pauses.resize(r.count(28));
+  for (auto& g : run.gc_pauses) {
+    g.start_ns = r.num<int64_t>();
+    g.end_ns = r.num<int64_t>();
+    g.generation = r.num<int32_t>();
+    if (g.generation < 0 || g.generation >= GcTotals::kGenerations) r.fail("a GC generation is out of range");
+    g.collected = r.num<int64_t>();
+  }
+  GcTotals& t = run.gc;
+  t.collections = r.num<uint64_t>();
+  t.total_ns = r.num<int64_t>();
+  t.max_ns = r.num<int64_t>();
+  for (int i = 0; i < GcTotals::kGenerations; ++i) {
+    t.by_generation[i] = r.num<uint64_t>();
+    t.ns_by_generation[i] = r.num<int64_t>();
+  }
+  t.collected = r.num<int64_t>();
+  t.dropped = r.num<uint64_t>();
+  run.gc_observed = r.boolean();
+  run.growing_graphs.resize(r.count(76));
+  for (auto& g : run.growing_graphs) {
+    g.variable = r.str();
+    g.scope = r.str();
+    g.file = r.str();
+    g.line = r.num<int32_t>();
+    g.code = r.str();
+    g.nodes_first = r.num<int64_t>();
+    g.nodes_last = r.num<int64_t>();
+    g.nodes_cap = r.num<int64_t>();
+    g.step_first = r.num<int64_t>();
+    g.step_last = r.num<int64_t>();
+  }
+}
+
 }  // namespace
 
 std::string encode_run(const Run& run) {
@@ -345,6 +431,7 @@ std::string encode_run(const Run& run) {
     w.num(f.depth);
   }
   w.num(run.dropped_py_frames);
+  put_memory_and_gc(w, run);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -468,6 +555,7 @@ Run decode_run(const std::string& bytes) {
     f.depth = r.num<uint32_t>();
   }
   run.dropped_py_frames = r.num<uint64_t>();
+  get_memory_and_gc(r, run);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

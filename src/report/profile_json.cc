@@ -305,6 +305,102 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
   w.field("verdict", d.verdict);
 }
 
+// Resident memory: the samples (ms since the first one) and the fit over
+// the steady steps (analyze/memory.h); the growing autograd graphs.
+void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
+  w.key("memory").begin_object();
+  w.field("sampled", m.sampled);
+  w.field("interval_ms", ns_to_ms(m.interval_ns));
+  w.field("samples", static_cast<uint64_t>(m.samples));
+  w.field("rss_first_bytes", m.rss_first);
+  w.field("rss_last_bytes", m.rss_last);
+  w.field("rss_peak_bytes", m.rss_peak);
+  const int64_t t0 = run.memory.empty() ? 0 : run.memory.front().t_ns;
+  w.field("peak_t_ms", m.sampled ? ns_to_ms(m.peak_t_ns - t0) : 0.0);
+  w.key("steady");
+  if (!m.span.found) {
+    w.null();
+  } else {
+    w.begin_object();
+    w.field("first_step", static_cast<uint64_t>(m.span.first));
+    w.field("last_step", static_cast<uint64_t>(m.span.last));
+    w.field("fitted", m.fitted);
+    w.field("fit_samples", static_cast<uint64_t>(m.fit_samples));
+    w.field("rss_start_bytes", m.rss_steady_start);
+    w.field("growth_bytes", m.growth_bytes);
+    w.field("growth_per_step_bytes", m.growth_per_step_bytes);
+    w.field("slope_bytes_per_s", m.fit.slope);
+    w.field("r2", m.fit.r2);
+    w.field("late_slope_bytes_per_s", m.late_fit.slope);
+    w.field("recorded_bytes", m.recorded_bytes);
+    w.end_object();
+  }
+  w.key("series").begin_array();  // [ms since the first sample, resident bytes]
+  for (const MemorySample& s : run.memory) {
+    w.begin_array();
+    w.value(ns_to_ms(s.t_ns - t0));
+    w.value(s.rss_bytes);
+    w.end_array();
+  }
+  w.end_array();
+  w.key("growing_graphs").begin_array();
+  for (const GrowingGraph& g : run.growing_graphs) {
+    w.begin_object();
+    w.field("variable", g.variable);
+    w.field("scope", g.scope);
+    w.field("file", g.file);
+    w.field("line", static_cast<int64_t>(g.line));
+    w.field("code", g.code);
+    w.field("nodes_first", g.nodes_first);
+    w.field("nodes_last", g.nodes_last);
+    w.field("nodes_cap", g.nodes_cap);
+    w.field("step_first", g.step_first);
+    w.field("step_last", g.step_last);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_gc(JsonWriter& w, const GcAnalysis& g, size_t kept) {
+  w.key("gc").begin_object();
+  w.field("observed", g.observed);
+  w.field("collections", g.totals.collections);
+  w.field("total_ms", ns_to_ms(g.totals.total_ns));
+  w.field("max_ms", ns_to_ms(g.totals.max_ns));
+  w.field("collected", g.totals.collected);
+  w.field("kept_pauses", static_cast<uint64_t>(kept));
+  w.field("dropped_pauses", g.totals.dropped);
+  auto generations = [&](const uint64_t* n, const int64_t* ns) {
+    w.key("by_generation").begin_array();
+    for (int i = 0; i < GcTotals::kGenerations; ++i) {
+      w.begin_object();
+      w.field("collections", n[i]);
+      w.field("ms", ns_to_ms(ns[i]));
+      w.end_object();
+    }
+    w.end_array();
+  };
+  generations(g.totals.by_generation, g.totals.ns_by_generation);
+  w.key("steady");
+  if (!g.span.found || !g.observed) {
+    w.null();
+  } else {
+    w.begin_object();
+    w.field("first_step", static_cast<uint64_t>(g.span.first));
+    w.field("last_step", static_cast<uint64_t>(g.span.last));
+    w.field("span_ms", ns_to_ms(g.span_ns));
+    w.field("collections", g.collections);
+    w.field("pause_ms", ns_to_ms(g.pause_ns));
+    w.field("max_ms", ns_to_ms(g.max_ns));
+    w.field("share", g.share);
+    w.field("estimated", g.estimated);
+    generations(g.by_generation, g.ns_by_generation);
+    w.end_object();
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string profile_json(const Run& run, const Analysis& analysis) { return profile_json(run, analysis, {}); }
@@ -343,6 +439,8 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   write_compiled(w, analysis.compiled, analysis.steps);
   write_findings(w, analysis.diagnosis);
   write_processes(w, run);
+  write_memory(w, run, analysis.memory);
+  write_gc(w, analysis.gc, run.gc_pauses.size());
   if (!analysis.gpu.empty()) {
     w.key("gpu");
     write_gpu_json(w, analysis.gpu.front());

@@ -197,6 +197,31 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
             "--timeline-events=N keeps more)\n", s.steps.size(), s.count);
 }
 
+// Resident memory over the run and the garbage collections (analyze/memory.h).
+void memory_section(std::string& out, const MemoryAnalysis& m, const GcAnalysis& g) {
+  if (m.sampled) {
+    const double mib = 1024.0 * 1024.0;
+    if (m.fitted) {
+      appendf(out, "\nMemory: resident %.0f MiB at the start of the steady steps, peak %.0f MiB, %+.1f MiB over steps %zu..%zu "
+              "(%+.2f MiB per step, line fit R^2 %.2f, %zu samples)\n",
+              static_cast<double>(m.rss_steady_start) / mib, static_cast<double>(m.rss_peak) / mib, m.growth_bytes / mib,
+              m.span.first, m.span.last, m.growth_per_step_bytes / mib, m.fit.r2, m.fit_samples);
+    } else {
+      appendf(out, "\nMemory: resident %.0f MiB at the start, peak %.0f MiB, %.0f MiB at the end (%zu samples; %s)\n",
+              static_cast<double>(m.rss_first) / mib, static_cast<double>(m.rss_peak) / mib,
+              static_cast<double>(m.rss_last) / mib, m.samples,
+              m.span.found ? "too few in the steady steps to fit a trend" : "no steady steps to fit a trend over");
+    }
+  }
+  if (g.observed) {
+    appendf(out, "%sGarbage collections: %llu in the run, %.1f ms, longest %.2f ms", m.sampled ? "" : "\n",
+            static_cast<unsigned long long>(g.totals.collections), ns_to_ms(g.totals.total_ns), ns_to_ms(g.totals.max_ns));
+    if (g.span.found && g.span_ns > 0)
+      appendf(out, "; %.1f %% of the steady steps%s", 100.0 * g.share, g.estimated ? " (estimated)" : "");
+    out += "\n";
+  }
+}
+
 // What the collectors saw of torch.compile (analyze/compiled.h).
 void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnalysis& steps) {
   if (!c.seen) return;
@@ -278,6 +303,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   }
   verdict_and_findings(out, analysis.diagnosis);
   step_breakdown(out, analysis.steps);
+  memory_section(out, analysis.memory, analysis.gc);
   compiled_section(out, analysis.compiled, analysis.steps);
   layers_table(out, analysis.layers);
   out += "\n";

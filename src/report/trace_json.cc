@@ -406,6 +406,10 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
       out.done(p);
     }
   }
+  for (const std::string& m : memory_events(run, b.main_pid, b.base, w.start, w.end)) {
+    char* p = sep(out.room(m.size() + 2));
+    out.done(put(p, m));
+  }
   std::string tail;
   if (w.limited) {
     if (!first) tail += ",\n";

@@ -8,7 +8,9 @@
 // the Python frames (trace mode) or the sampled stacks (sample mode);
 // forward→backward flow arrows; for an analysed Kineto trace, one process
 // per GPU with a track per stream (kernels, memcpy, memset) and CPU→GPU
-// launch arrows. DataLoader worker processes are named.
+// launch arrows; the resident memory as a counter track ("C" events) and
+// the garbage collections as slices of their own track (cat "gc"). DataLoader
+// worker processes are named.
 //
 // Size is bounded: only a window of steps is written (the first step and
 // the following ones up to the N-th steady step), and at most max_events

@@ -28,6 +28,9 @@ uint8_t rank(SliceCat c);
 // (kPythonTidBase + thread index). Linux thread ids stay below 2^22.
 constexpr int64_t kStepsTid = 999999999;
 constexpr int64_t kPythonTidBase = 1000000000;
+// The main process's memory tracks (trace_json_memory.cc).
+constexpr int64_t kMemoryTid = 999999997;
+constexpr int64_t kGcTid = 999999998;
 // GPU processes: kGpuPidBase + device.
 constexpr int64_t kGpuPidBase = 1000000;
 
@@ -115,6 +118,12 @@ struct TraceBuilder {
   std::map<std::pair<int64_t, int64_t>, std::pair<std::string, int64_t>> track_names;
   std::map<int64_t, std::pair<std::string, int64_t>> process_names;
 };
+
+// The resident-memory counter ("C") and the GC pauses ("X", cat "gc") in
+// [max(base, window_start), window_end], with their tracks' names: whole
+// records, ts relative to base.
+std::vector<std::string> memory_events(const Run& run, int64_t pid, int64_t base, int64_t window_start,
+                                       int64_t window_end);
 
 size_t nest(std::vector<Slice>& slices);
 std::string cut_name(std::string_view name, size_t max_chars);

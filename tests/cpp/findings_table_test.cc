@@ -138,6 +138,29 @@ DiagnosisInput troubled_loop() {
   return in;
 }
 
+// Resident memory rising 10 MiB a step on a straight line, and garbage
+// collections a tenth of the steady steps (memory_creep, gc_pauses).
+DiagnosisInput leaking_run() {
+  DiagnosisInput in;
+  MemoryAnalysis& m = in.memory;
+  m.sampled = m.fitted = true;
+  m.span = {true, 1, 40, 0, 40 * 100 * kMs};
+  m.fit_samples = 40;
+  m.fit = {40, 300.0 * (1 << 20), 100.0 * (1 << 20), 0.99};
+  m.late_fit = m.fit;
+  m.rss_steady_start = int64_t{300} << 20;
+  m.growth_bytes = 400.0 * (1 << 20);
+  m.growth_per_step_bytes = 10.0 * (1 << 20);
+  GcAnalysis& g = in.gc;
+  g.observed = true;
+  g.span = m.span;
+  g.span_ns = 40 * 100 * kMs;
+  g.collections = 400;
+  g.pause_ns = 400 * kMs;
+  g.share = 0.1;
+  return in;
+}
+
 // A GPU trace's report on which every GPU detector fires.
 gpu::GpuReport troubled_gpu() {
   using gpu::TbRole;
@@ -174,6 +197,7 @@ gpu::GpuReport troubled_gpu() {
 std::map<std::string, std::set<std::string>> emitted() {
   const gpu::GpuReport gpu = troubled_gpu();
   std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), respawning_workers(), troubled_loop(),
+                                        leaking_run(),
                                         DiagnosisInput{}};
   inputs.back().gpu = &gpu;
   std::map<std::string, std::set<std::string>> out;

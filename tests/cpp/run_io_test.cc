@@ -74,6 +74,8 @@ Run full_run() {
   r.timeline = {ev, ev};
   r.main_thread = 0;
   r.dropped_events = 77;
+  r.data_wait_ns = 5'000'000;
+  r.data_wait_cpu_ns = 1'250'000;
   r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
@@ -87,6 +89,19 @@ Run full_run() {
   r.dropped_samples = 6;
   r.py_frames = {{10, 30, 1, 0, 2}};
   r.dropped_py_frames = 8;
+  r.memory = {{5, 300 << 20, -1}, {105, 310 << 20, 123}};
+  r.memory_interval_ns = 200'000'000;
+  r.gc_pauses = {{11, 19, 2, 42}};
+  r.gc.collections = 9;
+  r.gc.total_ns = 90;
+  r.gc.max_ns = 8;
+  r.gc.by_generation[0] = 7;
+  r.gc.by_generation[2] = 2;
+  r.gc.ns_by_generation[1] = 3;
+  r.gc.collected = 42;
+  r.gc.dropped = 8;
+  r.gc_observed = true;
+  r.growing_graphs = {{"total_loss", "train", "/w/train.py", 42, "total_loss += loss", 6, 156, 20000, 2, 32}};
   return r;
 }
 
@@ -114,6 +129,21 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.py_frames.at(0).end_ns, 30);
   EXPECT_EQ(after.py_frames.at(0).depth, 2u);
   EXPECT_EQ(after.dropped_py_frames, 8u);
+  EXPECT_EQ(after.data_wait_ns, 5'000'000);
+  EXPECT_EQ(after.data_wait_cpu_ns, 1'250'000);
+  EXPECT_EQ(after.memory.at(1).rss_bytes, 310 << 20);
+  EXPECT_EQ(after.memory.at(1).torch_allocated_bytes, 123);
+  EXPECT_EQ(after.memory.at(0).torch_allocated_bytes, -1);
+  EXPECT_EQ(after.memory_interval_ns, 200'000'000);
+  EXPECT_EQ(after.gc_pauses.at(0).generation, 2);
+  EXPECT_EQ(after.gc_pauses.at(0).collected, 42);
+  EXPECT_EQ(after.gc.by_generation[2], 2u);
+  EXPECT_EQ(after.gc.ns_by_generation[1], 3);
+  EXPECT_EQ(after.gc.dropped, 8u);
+  EXPECT_TRUE(after.gc_observed);
+  EXPECT_EQ(after.growing_graphs.at(0).code, "total_loss += loss");
+  EXPECT_EQ(after.growing_graphs.at(0).line, 42);
+  EXPECT_EQ(after.growing_graphs.at(0).step_last, 32);
   SummaryOptions o;
   EXPECT_EQ(profile_json(after, analyze(after, o)), profile_json(before, analyze(before, o)));
 }

@@ -70,7 +70,7 @@ void validate(const json& doc) {
   std::map<uint64_t, std::vector<json>> flows;
   for (const json& e : doc["traceEvents"]) {
     const std::string ph = e["ph"];
-    ASSERT_TRUE(ph == "X" || ph == "M" || ph == "s" || ph == "f" || ph == "i") << e;
+    ASSERT_TRUE(ph == "X" || ph == "M" || ph == "s" || ph == "f" || ph == "i" || ph == "C") << e;
     const auto key = std::make_pair(e["pid"].get<int64_t>(), e["tid"].get<int64_t>());
     if (ph == "M") {
       if (e["name"] == "process_name") pnames.insert(key.first);

@@ -80,7 +80,8 @@ def test_the_facts_given_reach_profile_json(tmp_path):
     session = _torchneck.Session(python_mode="off", ops=False, modules=False)
     session.start()
     run_facts = facts.run_facts(run=facts.run_info(**RUN), env=env(), notes=["a note from Python"],
-                                thread_names={}, main_tid=0, process=facts.process_info(**PROCESS))
+                                thread_names={}, main_tid=0, process=facts.process_info(**PROCESS),
+                                growing_graphs=[])
     # WHEN it finishes into a folder
     text, error = session.finish(run_facts, str(tmp_path), str(tmp_path))
     assert error is None, error

@@ -36,7 +36,7 @@ def validate(path):
     flows = collections.defaultdict(list)
     by_cat = collections.defaultdict(list)
     for e in doc["traceEvents"]:
-        assert e["ph"] in {"X", "M", "s", "f", "i"}, e
+        assert e["ph"] in {"X", "M", "s", "f", "i", "C"}, e
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
         if e["ph"] == "M":
             assert isinstance(e["args"], dict)
@@ -50,6 +50,8 @@ def validate(path):
             assert e["dur"] >= 0 and isinstance(e["name"], str), e
             tracks[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
             by_cat[e["cat"]].append(e)
+        elif e["ph"] == "C":  # a counter (resident memory): numbers only
+            assert all(isinstance(v, (int, float)) for v in e["args"].values()), e
         elif e["ph"] in ("s", "f"):
             assert e["bp"] == "e"
             flows[e["id"]].append(e)

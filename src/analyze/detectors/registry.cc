@@ -17,6 +17,8 @@
   X(kCpu, detect_evaluation_heavy)       \
   X(kCpu, detect_step_time_drift)        \
   X(kCpu, detect_core_contention)        \
+  X(kCpu, detect_memory_creep)           \
+  X(kCpu, detect_gc_pauses)              \
   X(kGpu, detect_input_bound_gpu)        \
   X(kGpu, detect_communication_bound)    \
   X(kGpu, detect_gpu_idle)               \
