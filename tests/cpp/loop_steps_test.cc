@@ -237,5 +237,31 @@ TEST(LoopSteps, AWindowFullBeforeTheFirstOptimizerStepStillCountsTheRunsSteps) {
   EXPECT_EQ(a.count, 4u);
 }
 
+TEST(LoopSteps, TooFewStepsDecideNothing) {
+  // GIVEN a run of 2 steps after warm-up that wait for data 80 % of the time
+  DiagnosisInput in;
+  in.env.cpu_cores = 2;
+  in.steps.source = "optimizer";
+  in.steps.steps.resize(3);
+  in.steps.steady_count = 2;
+  in.steps.step_ns = 100 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kData)] = 80 * kMs;
+  in.steps.breakdown.ns[static_cast<int>(Phase::kForward)] = 20 * kMs;
+  const Diagnosis d = diagnose(in);
+  // THEN input_bound is there, but low, and the verdict says why
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings.front().id, "input_bound");
+  EXPECT_EQ(d.findings.front().severity, Severity::kLow);
+  EXPECT_EQ(d.findings.front().confidence, "low");
+  EXPECT_EQ(d.verdict.rfind("Undecided: only 2 step(s)", 0), 0u) << d.verdict;
+  // AND with 30 steady steps of little spread it is high, with high confidence
+  in.steps.steady_count = 30;
+  in.steps.mean_error = 0.01;
+  const Diagnosis e = diagnose(in);
+  EXPECT_EQ(e.findings.front().severity, Severity::kHigh);
+  EXPECT_EQ(e.findings.front().confidence, "high");
+  EXPECT_EQ(e.verdict.rfind("Input-bound", 0), 0u) << e.verdict;
+}
+
 }  // namespace
 }  // namespace torchneck
