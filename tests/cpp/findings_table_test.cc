@@ -53,6 +53,7 @@ DiagnosisInput busy_cpu_run() {
   fc.forward_ns = 270 * kMs;
   fc.backward_ns = 180 * kMs;
   fc.calls = 10;
+  fc.params = 1000;
   LayerStats conv = fc;
   conv.name = "conv";
   conv.type = "Conv2d";

@@ -20,7 +20,7 @@ constexpr double kMinComputeShare = 0.40;
 // What the advice typically achieves: a layer made half as wide (or low-rank)
 // costs about half; the estimate assumes that halving.
 constexpr double kAssumedLayerSaving = 0.5;
-// A model of one leaf layer has nothing to compare it with.
+// A model of one leaf layer with parameters has nothing to compare it with.
 constexpr size_t kMinLeaves = 2;
 
 std::string advice(const LayerStats& l) {
@@ -52,10 +52,11 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   size_t leaves = 0;
   for (const LayerStats& l : in.layers)
     if (l.leaf && l.depth > 0 && l.calls > 0) {
-      ++leaves;
+      leaves += l.params > 0;
       if (heavy == nullptr || l.combined() > heavy->combined()) heavy = &l;
     }
-  // One layer is no heavy one among others (a polynomial fit's Linear(3, 1)).
+  // One layer with weights is no heavy one among others (a polynomial fit's
+  // Linear(3, 1) beside a Flatten): what would the model shrink instead?
   if (heavy == nullptr || leaves < kMinLeaves) return;
   const double part = share(heavy->combined(), model_total);
   if (part < kHeavyLayerShare) return;
