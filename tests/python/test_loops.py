@@ -140,6 +140,27 @@ def test_grad_scaler_skipped_steps_are_not_steps(tmp_path):
     check_common(profile, truth, allowed={"framework_overhead", "periodic_stall"})
 
 
+def _cpu_grad_scaler():
+    import torch
+    try:
+        torch.amp.GradScaler("cpu")
+        return True
+    except (AttributeError, TypeError, RuntimeError):
+        return False
+
+
+@pytest.mark.skipif(not _cpu_grad_scaler(), reason="this torch has no torch.amp.GradScaler('cpu') (torch < 2.3)")
+def test_real_grad_scaler_skipped_steps_are_not_steps(tmp_path):
+    # torch's own GradScaler: scaler.step skips optimizer.step on the planted
+    # overflow, as it does on a GPU; the script tells a skip by the scale's backoff
+    profile, truth = run_loop("grad_scaler", tmp_path, "--real")
+    assert truth["skipped_iterations"], "the planted overflow made GradScaler skip no step"
+    assert truth["iterations"] > truth["optimizer_steps"] == truth["steps"]
+    # as the emulation's test: periodic_stall (every 4th step holds two
+    # iterations); framework_overhead (unscale_ and the check, per parameter)
+    check_common(profile, truth, allowed={"framework_overhead", "periodic_stall"})
+
+
 def test_two_optimizers_one_step_per_iteration(tmp_path):
     profile, truth = run_loop("two_optimizers", tmp_path)
     assert profile["steps"]["count"] == truth["iterations"], (

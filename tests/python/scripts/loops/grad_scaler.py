@@ -18,7 +18,12 @@ optimizer steps (a step ending at each optimizer.step; a skipped iteration's
 work belongs to the step that follows it, which is about twice as long, every
 4th step). Data: a DataLoader (num_workers=0) whose reads sleep a little.
 
-    /usr/bin/python3 grad_scaler.py [--iters N] [--skip-every K] [--truth PATH]
+    /usr/bin/python3 grad_scaler.py [--iters N] [--skip-every K] [--real] [--truth PATH]
+
+--real: torch's own torch.amp.GradScaler("cpu") (torch >= 2.3; Debian 13's
+2.6 has it) instead of the emulation: scaler.scale(loss).backward(),
+scaler.step(opt), scaler.update(), with the same planted overflow; a skipped
+step is one after which the scale went down.
 
 --truth PATH writes looptruth.LoopClock's JSON (see looptruth.py), plus:
   iterations          loop iterations (forward + backward each)
@@ -51,6 +56,7 @@ def main():
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--read-ms", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--real", action="store_true")
     p.add_argument("--truth", metavar="PATH")
     a = p.parse_args()
     torch.manual_seed(a.seed)
@@ -61,6 +67,7 @@ def main():
     loader = DataLoader(ReadBatches(a.iters, a.batch, a.width, a.read_ms / 1000, a.seed),
                         batch_size=None, num_workers=0)
 
+    scaler = torch.amp.GradScaler("cpu") if a.real else None
     scale, backoff = 65536.0, 0.5
     skipped, skipped_in_row, steps = [], [], 0
     clock = LoopClock("grad_scaler", f"optimizer.step skipped on (planted) overflow every {a.skip_every}th iteration")
@@ -71,6 +78,22 @@ def main():
         clock.count("iterations")
         loss = loss_fn(model(x), y)
         overflow = (i + 1) % a.skip_every == 0  # planted: the scaled loss overflows
+        if scaler is not None:  # torch's own GradScaler
+            scaler.scale(loss * (math.inf if overflow else 1.0)).backward()
+            before = scaler.get_scale()
+            with clock.timed("unscale_check"):
+                scaler.unscale_(opt)
+            scaler.step(opt)  # calls opt.step() only when the gradients are finite
+            scaler.update()
+            if scaler.get_scale() < before:
+                skipped.append(i)
+                skipped_in_row.append(len(clock.rows))
+            else:
+                clock.boundary()
+                steps += 1
+            scale = scaler.get_scale()
+            opt.zero_grad()
+            continue
         scaled = loss * (math.inf if overflow else scale)
         scaled.backward()  # scaler.scale(loss).backward()
         with clock.timed("unscale_check"):  # scaler.step(opt), first half: unscale_, check
