@@ -22,6 +22,9 @@ constexpr double kEvaluationPart = 0.5;
 // steps at its positions are slow (a burst can land one step late).
 constexpr size_t kMinOccurrences = 3;
 constexpr double kPeriodCoverage = 0.75;
+// Periods up to a thousand steps (a checkpoint every 500 steps), which keeps
+// the search linear in the steps.
+constexpr size_t kMaxPeriod = 1000;
 // "What runs in the slow steps": a Python function is specific to them when
 // it runs under a fifth of the typical steps' time (the loop's own frames,
 // the model's, the loader's __next__ run in every step) and holds at least
@@ -195,23 +198,30 @@ void classify(const Run& run, StepAnalysis& a) {
   std::vector<char> is_slow(a.steps.size(), 0), is_steady(a.steps.size(), 0);
   for (size_t i : rest) is_slow[i] = 1;
   for (size_t i : steady) is_steady[i] = 1;
+  // Each period costs one pass over the steps: O(steps x kMaxPeriod).
   SlowGroup periodic{SlowKind::kPeriodic};
-  for (size_t p = 2; p * kMinOccurrences <= steady.size(); ++p)
+  size_t best = 0, best_p = 0, best_r = 0;
+  for (size_t p = 2; p * kMinOccurrences <= steady.size() && p <= kMaxPeriod; ++p)
     for (size_t r = 0; r < p; ++r) {
-      size_t members = 0;
-      std::vector<size_t> hits;
+      size_t members = 0, hits = 0;
       for (size_t i = r; i < a.steps.size(); i += p) {
         if (!is_steady[i]) continue;
         ++members;
-        if (is_slow[i]) hits.push_back(i);
+        hits += is_slow[i];
       }
-      if (hits.size() < kMinOccurrences || static_cast<double>(hits.size()) < kPeriodCoverage * static_cast<double>(members) ||
-          hits.size() <= periodic.steps.size())
+      if (hits < kMinOccurrences || static_cast<double>(hits) < kPeriodCoverage * static_cast<double>(members) ||
+          hits <= best)
         continue;
-      periodic.steps = hits;
-      periodic.period = static_cast<int>(p);
-      periodic.first = hits.front();
+      best = hits;
+      best_p = p;
+      best_r = r;
     }
+  if (best > 0) {
+    for (size_t i = best_r; i < a.steps.size(); i += best_p)
+      if (is_slow[i]) periodic.steps.push_back(i);
+    periodic.period = static_cast<int>(best_p);
+    periodic.first = periodic.steps.front();
+  }
   SlowGroup one_off{SlowKind::kOneOff};
   for (size_t i : rest)
     if (!std::binary_search(periodic.steps.begin(), periodic.steps.end(), i)) one_off.steps.push_back(i);
