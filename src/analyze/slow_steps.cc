@@ -9,6 +9,12 @@
 namespace torchneck {
 namespace {
 
+SlowGroup group_of(SlowKind kind) {
+  SlowGroup g;
+  g.kind = kind;
+  return g;
+}
+
 // Slow: more than twice the fast steps' level (their 25th percentile: with
 // k loader workers, up to every other step can be slow, so the median may
 // be a slow one). Twice is far beyond this machine's step-to-step noise.
@@ -186,7 +192,7 @@ void classify(const Run& run, StepAnalysis& a) {
   if (slow.empty()) return;
   a.typical_ns = percentile(typical_d, 0.5);
   // Evaluation steps first: their pass explains them, whatever their place.
-  SlowGroup eval{SlowKind::kEvaluation};
+  SlowGroup eval = group_of(SlowKind::kEvaluation);
   std::vector<size_t> rest;
   for (size_t i : slow) {
     const Step& s = a.steps[i];
@@ -199,7 +205,7 @@ void classify(const Run& run, StepAnalysis& a) {
   for (size_t i : rest) is_slow[i] = 1;
   for (size_t i : steady) is_steady[i] = 1;
   // Each period costs one pass over the steps: O(steps x kMaxPeriod).
-  SlowGroup periodic{SlowKind::kPeriodic};
+  SlowGroup periodic = group_of(SlowKind::kPeriodic);
   size_t best = 0, best_p = 0, best_r = 0;
   for (size_t p = 2; p * kMinOccurrences <= steady.size() && p <= kMaxPeriod; ++p)
     for (size_t r = 0; r < p; ++r) {
@@ -222,7 +228,7 @@ void classify(const Run& run, StepAnalysis& a) {
     periodic.period = static_cast<int>(best_p);
     periodic.first = periodic.steps.front();
   }
-  SlowGroup one_off{SlowKind::kOneOff};
+  SlowGroup one_off = group_of(SlowKind::kOneOff);
   for (size_t i : rest)
     if (!std::binary_search(periodic.steps.begin(), periodic.steps.end(), i)) one_off.steps.push_back(i);
   for (SlowGroup* g : {&periodic, &eval, &one_off}) {

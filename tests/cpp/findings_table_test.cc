@@ -107,7 +107,8 @@ DiagnosisInput troubled_loop() {
   StepAnalysis& s = in.steps;
   s.source = "optimizer";
   s.steps.resize(31);
-  SlowGroup g{SlowKind::kPeriodic};
+  SlowGroup g;
+  g.kind = SlowKind::kPeriodic;
   g.period = 5;
   g.first = 5;
   g.phase = Phase::kOther;

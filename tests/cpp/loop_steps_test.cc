@@ -91,7 +91,9 @@ TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
   bool eval = false;
   for (const Finding& f : d.findings) {
     eval = eval || f.id == "evaluation_heavy";
-    if (f.estimated_gain_pct) EXPECT_LT(*f.estimated_gain_pct, 100.0) << f.id;
+    if (f.estimated_gain_pct) {
+      EXPECT_LT(*f.estimated_gain_pct, 100.0) << f.id;
+    }
   }
   EXPECT_TRUE(eval);
 }
