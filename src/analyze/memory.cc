@@ -72,23 +72,38 @@ MemoryAnalysis analyze_memory(const Run& run, const StepAnalysis& steps) {
       m.rss_peak = s.rss_bytes;
       m.peak_t_ns = s.t_ns;
     }
+  m.torch_counted = true;
+  for (const MemorySample& s : ms) m.torch_counted = m.torch_counted && s.torch_allocated_bytes >= 0;
+  if (m.torch_counted) {
+    m.torch_first = ms.front().torch_allocated_bytes;
+    m.torch_last = ms.back().torch_allocated_bytes;
+    for (const MemorySample& s : ms) m.torch_peak = std::max(m.torch_peak, s.torch_allocated_bytes);
+  }
   m.span = steady_span(steps);
   if (!m.span.found) return m;
-  std::vector<double> t, y;
+  std::vector<double> t, y, torch;
   for (const MemorySample& s : ms)
     if (s.t_ns >= m.span.start_ns && s.t_ns <= m.span.end_ns) {
       t.push_back(static_cast<double>(s.t_ns - m.span.start_ns) / 1e9);
       y.push_back(static_cast<double>(s.rss_bytes));
+      torch.push_back(static_cast<double>(s.torch_allocated_bytes));
     }
   m.fit_samples = t.size();
   if (t.empty()) return m;
   if (t.size() < kMinFitSamples) {
     m.rss_steady_start = static_cast<int64_t>(y.front());
+    if (m.torch_counted) m.torch_steady_start = static_cast<int64_t>(torch.front());
     return m;
   }
   m.fitted = true;
   m.fit = fit_line(t.data(), y.data(), t.size());
   const double span_s = static_cast<double>(m.span.end_ns - m.span.start_ns) / 1e9;
+  if (m.torch_counted) {
+    const LineFit tf = fit_line(t.data(), torch.data(), t.size());
+    m.torch_steady_start = static_cast<int64_t>(tf.intercept);
+    m.torch_growth_bytes = tf.slope * span_s;
+    m.torch_r2 = tf.r2;
+  }
   m.rss_steady_start = static_cast<int64_t>(m.fit.intercept);
   m.growth_bytes = m.fit.slope * span_s;
   m.growth_per_step_bytes = m.growth_bytes / static_cast<double>(m.span.steps());

@@ -56,6 +56,15 @@ struct MemoryAnalysis {
   // The same fit over the second half of the span only: a leak keeps its
   // slope, an allocator that warms up (arenas, caches filling) flattens.
   LineFit late_fit;
+  // torch's CPU allocator (MemorySample::torch_allocated_bytes): the bytes
+  // its storages held, counted from the run's start (counted: every sample
+  // has the figure). The same line over the same samples of the span: how
+  // much of the resident growth is tensors.
+  bool torch_counted = false;
+  int64_t torch_first = -1, torch_last = -1, torch_peak = -1;
+  int64_t torch_steady_start = -1;  // the line at the span's start (fitted) or the sample there
+  double torch_growth_bytes = 0;    // the line's rise over the span (fitted)
+  double torch_r2 = 0;
 };
 MemoryAnalysis analyze_memory(const Run& run, const StepAnalysis& steps);
 

@@ -5,6 +5,7 @@
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
 #include "collect/system/memory_sampler.h"
+#include "collect/torch/cpu_allocator.h"
 #include "collect/torch/op_observer.h"
 
 namespace torchneck {
@@ -50,22 +51,44 @@ class ModuleScopeCollector final : public Collector {
   }
 };
 
-// Resident memory over the run; without it the memory line and
-// memory_creep are missing, and the rest of the profile stands.
+// Resident memory over the run, and torch's CPU allocator beside it; without
+// the sampler the memory line and memory_creep are missing, and the rest of
+// the profile stands; without the allocator count (another CPU allocator is
+// installed) the samples have resident memory only, with a note.
 class MemoryCollector final : public Collector {
  public:
   explicit MemoryCollector(const CollectorOptions& o) { options_.interval_ns = o.memory_interval_ms * 1'000'000; }
   const char* name() const override { return "memory sampler"; }
   bool required() const override { return false; }
   bool python_side() const override { return false; }
-  bool start(std::string* error) override { return start_memory_sampler(options_, error); }
-  void stop() override { stop_memory_sampler(); }
+  bool start(std::string* error) override {
+    counting_ = start_cpu_allocator_count(&allocator_note_);
+    options_.torch_allocated = counting_ ? &cpu_allocator_bytes : nullptr;
+    if (start_memory_sampler(options_, error)) return true;
+    stop_allocator();
+    return false;
+  }
+  void stop() override {
+    stop_memory_sampler();
+    stop_allocator();
+  }
   bool snapshot(Run& run, int64_t wait_ns) override { return snapshot_memory_sampler(run, wait_ns); }
-  void collect(Run& run) override { collect_memory_sampler(run); }
+  void collect(Run& run) override {
+    collect_memory_sampler(run);
+    if (!allocator_note_.empty()) run.notes.push_back(allocator_note_);
+  }
+  // In a forked child the counting allocator stays in front (the child's
+  // storages hold its deleter); only the parent's samples are dropped.
   void discard() override { discard_memory_sampler(); }
 
  private:
+  void stop_allocator() {
+    if (counting_) stop_cpu_allocator_count();
+    counting_ = false;
+  }
   MemorySamplerOptions options_;
+  bool counting_ = false;
+  std::string allocator_note_;
 };
 
 // The interpreter's garbage collections (gc.callbacks).

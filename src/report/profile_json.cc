@@ -317,6 +317,10 @@ void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
   w.field("rss_peak_bytes", m.rss_peak);
   const int64_t t0 = run.memory.empty() ? 0 : run.memory.front().t_ns;
   w.field("peak_t_ms", m.sampled ? ns_to_ms(m.peak_t_ns - t0) : 0.0);
+  w.field("torch_counted", m.torch_counted);
+  w.field("torch_first_bytes", m.torch_first);
+  w.field("torch_last_bytes", m.torch_last);
+  w.field("torch_peak_bytes", m.torch_peak);
   w.key("steady");
   if (!m.span.found) {
     w.null();
@@ -333,13 +337,18 @@ void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
     w.field("r2", m.fit.r2);
     w.field("late_slope_bytes_per_s", m.late_fit.slope);
     w.field("recorded_bytes", m.recorded_bytes);
+    w.field("torch_start_bytes", m.torch_steady_start);
+    w.field("torch_growth_bytes", m.torch_growth_bytes);
     w.end_object();
   }
-  w.key("series").begin_array();  // [ms since the first sample, resident bytes]
+  // [ms since the first sample, resident bytes, torch's CPU allocator bytes or null]
+  w.key("series").begin_array();
   for (const MemorySample& s : run.memory) {
     w.begin_array();
     w.value(ns_to_ms(s.t_ns - t0));
     w.value(s.rss_bytes);
+    if (s.torch_allocated_bytes >= 0) w.value(s.torch_allocated_bytes);
+    else w.null();
     w.end_array();
   }
   w.end_array();

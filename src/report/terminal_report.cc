@@ -212,6 +212,13 @@ void memory_section(std::string& out, const MemoryAnalysis& m, const GcAnalysis&
               static_cast<double>(m.rss_last) / mib, m.samples,
               m.span.found ? "too few in the steady steps to fit a trend" : "no steady steps to fit a trend over");
     }
+    if (m.torch_counted) {
+      appendf(out, "  torch's CPU allocator: %.0f MiB at the start of the steady steps, peak %.0f MiB",
+              static_cast<double>(std::max<int64_t>(0, m.torch_steady_start)) / mib,
+              static_cast<double>(m.torch_peak) / mib);
+      if (m.fitted) appendf(out, ", %+.1f MiB over the steady steps", m.torch_growth_bytes / mib);
+      out += " (tensors' storages allocated during the run)\n";
+    }
   }
   if (g.observed) {
     appendf(out, "%sGarbage collections: %llu in the run, %.1f ms, longest %.2f ms", m.sampled ? "" : "\n",

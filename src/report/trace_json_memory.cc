@@ -9,12 +9,17 @@
 namespace torchneck::trace_detail {
 namespace {
 
-void counter(std::vector<std::string>& out, int64_t pid, int64_t ts_ns, int64_t rss) {
+// One counter event: the resident set and, when counted, torch's CPU
+// allocator beside it (two series of one track).
+void counter(std::vector<std::string>& out, int64_t pid, int64_t ts_ns, const MemorySample& s) {
   std::string e;
-  appendf(e, "{\"ph\":\"C\",\"name\":\"resident memory (MiB)\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+  appendf(e, "{\"ph\":\"C\",\"name\":\"memory (MiB)\",\"pid\":%lld,\"tid\":%lld,\"ts\":",
           static_cast<long long>(pid), static_cast<long long>(kMemoryTid));
   append_us(e, ts_ns);
-  appendf(e, ",\"args\":{\"rss\":%.2f}}", static_cast<double>(rss) / (1024.0 * 1024.0));
+  const double mib = 1024.0 * 1024.0;
+  appendf(e, ",\"args\":{\"rss\":%.2f", static_cast<double>(s.rss_bytes) / mib);
+  if (s.torch_allocated_bytes >= 0) appendf(e, ",\"torch_cpu\":%.2f", static_cast<double>(s.torch_allocated_bytes) / mib);
+  e += "}}";
   out.push_back(std::move(e));
 }
 
@@ -45,11 +50,11 @@ std::vector<std::string> memory_events(const Run& run, int64_t pid, int64_t base
       continue;
     }
     if (s.t_ns > window_end) break;
-    if (n++ == 0 && before != nullptr) counter(out, pid, from - base, before->rss_bytes);
-    counter(out, pid, s.t_ns - base, s.rss_bytes);
+    if (n++ == 0 && before != nullptr) counter(out, pid, from - base, *before);
+    counter(out, pid, s.t_ns - base, s);
   }
-  if (n == 0 && before != nullptr && from <= window_end) counter(out, pid, from - base, before->rss_bytes);
-  if (!out.empty()) track_name(out, pid, kMemoryTid, "Resident memory", 3);
+  if (n == 0 && before != nullptr && from <= window_end) counter(out, pid, from - base, *before);
+  if (!out.empty()) track_name(out, pid, kMemoryTid, "Memory", 3);
   size_t pauses = 0;
   for (const GcPause& p : run.gc_pauses) {
     if (p.end_ns < from || p.start_ns > window_end) continue;

@@ -48,7 +48,8 @@ torchneck::Run leaky_run() {
   run.gc.max_ns = 5 * kMs;
   run.gc_observed = true;
   for (int64_t t = 1000 * kMs; t <= 5000 * kMs; t += 50 * kMs)
-    run.memory.push_back({t, (int64_t{300} << 20) + (t - 1000 * kMs) / (100 * kMs) * (int64_t{10} << 20), -1});
+    run.memory.push_back({t, (int64_t{300} << 20) + (t - 1000 * kMs) / (100 * kMs) * (int64_t{10} << 20),
+                          (int64_t{50} << 20) + (t - 1000 * kMs) / (100 * kMs) * (int64_t{8} << 20)});
   run.memory_interval_ns = 50 * kMs;
   return run;
 }
@@ -62,6 +63,7 @@ TEST(MemoryReport, TerminalLineProfileJsonAndTraceTracks) {
   const std::string text = terminal_report(run, a, TerminalReportOptions{"", ""});
   EXPECT_NE(text.find("Memory: resident "), std::string::npos) << text;
   EXPECT_NE(text.find("MiB per step, line fit R^2 1.00"), std::string::npos) << text;
+  EXPECT_NE(text.find("  torch's CPU allocator: "), std::string::npos) << text;
   EXPECT_NE(text.find("Garbage collections: 80 in the run, 400.0 ms, longest 5.00 ms; 10.0 % of the steady steps"),
             std::string::npos)
       << text;
@@ -71,6 +73,9 @@ TEST(MemoryReport, TerminalLineProfileJsonAndTraceTracks) {
   const json p = json::parse(profile_json(run, a));
   EXPECT_TRUE(p["memory"]["sampled"]);
   EXPECT_EQ(p["memory"]["series"].size(), run.memory.size());
+  EXPECT_EQ(p["memory"]["series"][0][2], int64_t{50} << 20);
+  EXPECT_TRUE(p["memory"]["torch_counted"]);
+  EXPECT_NEAR(p["memory"]["steady"]["torch_growth_bytes"].get<double>() / (1 << 20), 8.0 * 39, 1.0);
   EXPECT_NEAR(p["memory"]["steady"]["growth_per_step_bytes"].get<double>() / (1 << 20), 10.0, 0.5);
   EXPECT_EQ(p["gc"]["collections"], 80);
   EXPECT_EQ(p["gc"]["by_generation"][1]["collections"], 40);
@@ -84,6 +89,8 @@ TEST(MemoryReport, TerminalLineProfileJsonAndTraceTracks) {
     if (e["ph"] == "C") {
       ++counters;
       EXPECT_GT(e["args"]["rss"].get<double>(), 299.0);
+      EXPECT_GT(e["args"]["torch_cpu"].get<double>(), 49.0);
+      EXPECT_LT(e["args"]["torch_cpu"].get<double>(), e["args"]["rss"].get<double>() - 249.0);
     }
     if (e["ph"] == "X" && e["cat"] == "gc") ++gcs;
     if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "Garbage collections") gc_track_named = true;

@@ -4,6 +4,7 @@
 // construction.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -95,7 +96,9 @@ TEST(MemorySampler, SamplesThisProcessOnTheOpClock) {
     const MemorySample& m = run.memory[i];
     EXPECT_GE(m.t_ns, t0);
     EXPECT_LE(m.t_ns, t1);
-    if (i > 0) EXPECT_GT(m.t_ns, run.memory[i - 1].t_ns);
+    if (i > 0) {
+      EXPECT_GT(m.t_ns, run.memory[i - 1].t_ns);
+    }
     EXPECT_GT(m.rss_bytes, rss / 2);
     EXPECT_EQ(m.torch_allocated_bytes, -1);
   }
@@ -105,6 +108,25 @@ TEST(MemorySampler, SamplesThisProcessOnTheOpClock) {
   torchneck::Run again;
   collect_memory_sampler(again);
   EXPECT_LE(again.memory.size(), 3u);
+}
+
+TEST(MemorySampler, ReadsTorchsAllocatorBesideEverySample) {
+  // GIVEN the sampler at 5 ms with a source of torch's allocator figure
+  static std::atomic<int64_t> figure{7};
+  MemorySamplerOptions o;
+  o.interval_ns = 5 * kMs;
+  o.torch_allocated = [] { return figure.fetch_add(1); };
+  std::string error;
+  ASSERT_TRUE(start_memory_sampler(o, &error)) << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  stop_memory_sampler();
+  torchneck::Run run;
+  collect_memory_sampler(run);
+  // THEN every sample has the figure read at its time, in order
+  ASSERT_GE(run.memory.size(), 3u);
+  EXPECT_EQ(run.memory.front().torch_allocated_bytes, 7);
+  for (size_t i = 1; i < run.memory.size(); ++i)
+    EXPECT_GT(run.memory[i].torch_allocated_bytes, run.memory[i - 1].torch_allocated_bytes);
 }
 
 TEST(LineFit, RecoversALineAndItsFit) {
@@ -150,6 +172,71 @@ TEST(MemoryCreep, WithoutAGraphItSaysMemoryGrows) {
   ASSERT_EQ(found.size(), 1u);  // 78 MiB on 302: >= 32 MiB and >= 10 %
   EXPECT_EQ(found[0].severity, Severity::kMedium);
   EXPECT_EQ(found[0].title, "Resident memory grows 2.00 MiB per step over the steady steps");
+}
+
+// rss(step) and torch(step): resident memory and torch's CPU allocator.
+template <typename F, typename G>
+torchneck::Run run_with_torch(size_t steps, F rss, G torch) {
+  torchneck::Run run = run_with_memory(steps, rss);
+  for (MemorySample& s : run.memory)
+    s.torch_allocated_bytes = static_cast<int64_t>(torch(static_cast<double>(s.t_ns - 1000 * kMs) / (100.0 * kMs)));
+  return run;
+}
+
+TEST(MemoryAnalysis, TorchsAllocatorIsFittedOverTheSameSamples) {
+  // GIVEN resident memory rising 4 MiB a step and torch's allocator 3 MiB a
+  // step from 20 MiB, over 40 steps of which 39 are steady
+  const StepAnalysis steps = steps_of(40);
+  const torchneck::Run run = run_with_torch(
+      40, [](double step) { return (300 + 4 * step) * kMiB; }, [](double step) { return (20 + 3 * step) * kMiB; });
+  // WHEN analysed
+  const MemoryAnalysis m = analyze_memory(run, steps);
+  // THEN the allocator's line starts at step 1 (23 MiB) and rises 3 MiB a
+  // step over the 39 steady steps, and its first, last and peak are the samples'
+  ASSERT_TRUE(m.torch_counted);
+  EXPECT_NEAR(static_cast<double>(m.torch_steady_start) / kMiB, 23.0, 0.01);
+  EXPECT_NEAR(m.torch_growth_bytes / kMiB, 3.0 * 39, 0.01);
+  EXPECT_EQ(m.torch_first, static_cast<int64_t>(20 * kMiB));
+  EXPECT_EQ(m.torch_last, static_cast<int64_t>((20 + 3 * 40) * kMiB));
+  EXPECT_EQ(m.torch_peak, m.torch_last);
+  // AND the resident line is unchanged by it
+  EXPECT_NEAR(m.growth_bytes / kMiB, 4.0 * 39, 0.01);
+}
+
+TEST(MemoryAnalysis, OneSampleWithoutTheFigureMeansNotCounted) {
+  const StepAnalysis steps = steps_of(20);
+  torchneck::Run run = run_with_torch(
+      20, [](double step) { return (300 + 4 * step) * kMiB; }, [](double) { return 20 * kMiB; });
+  run.memory[3].torch_allocated_bytes = -1;
+  const MemoryAnalysis m = analyze_memory(run, steps);
+  EXPECT_FALSE(m.torch_counted);
+  EXPECT_EQ(m.torch_peak, -1);
+  EXPECT_EQ(m.torch_growth_bytes, 0);
+}
+
+TEST(MemoryCreep, TorchsAllocatorSaysWhetherTheMemoryKeptIsTensors) {
+  const StepAnalysis steps = steps_of(40);
+  const auto rss = [](double step) { return (300 + 4 * step) * kMiB; };
+  // GIVEN resident memory rising 4 MiB a step, and torch's allocator rising
+  // 2 MiB a step (tensors, with malloc's free space between them) ...
+  const auto tensors = findings_of(run_with_torch(40, rss, [](double step) { return (20 + 2 * step) * kMiB; }), steps,
+                                   "memory_creep");
+  ASSERT_EQ(tensors.size(), 1u);
+  EXPECT_EQ(tensors[0].title, "Resident memory grows 4.00 MiB per step over the steady steps");
+  EXPECT_NE(tensors[0].evidence.back().find("(50.0 % of the resident growth): tensors are kept, the rest is malloc's"),
+            std::string::npos)
+      << tensors[0].evidence.back();
+  // ... or flat but for 0.5 MiB: Python objects
+  const auto objects = findings_of(run_with_torch(40, rss, [](double step) { return (20 + 0.0125 * step) * kMiB; }),
+                                   steps, "memory_creep");
+  ASSERT_EQ(objects.size(), 1u);
+  EXPECT_EQ(objects[0].title, "Resident memory grows 4.00 MiB per step over the steady steps, and not in tensors");
+  EXPECT_NE(objects[0].evidence.back().find("the memory kept is not tensors"), std::string::npos);
+  EXPECT_NE(objects[0].recommendation.find("Python objects"), std::string::npos);
+  // AND without the figure the finding says nothing of tensors either way
+  const auto unknown = findings_of(run_with_memory(40, rss), steps, "memory_creep");
+  ASSERT_EQ(unknown.size(), 1u);
+  for (const std::string& e : unknown[0].evidence) EXPECT_EQ(e.find("torch's CPU allocator"), std::string::npos) << e;
 }
 
 TEST(MemoryCreep, WhatTheProfilersOwnTimelineRecordedIsNotTheScripts) {

@@ -120,3 +120,42 @@ def test_watching_steps_leaves_one_optimizer_scope_per_call(tmp_path):
     assert r.returncode == 0, r.stderr
     calls = {o["name"]: o["calls"] for o in load_profile(out)["ops"]}
     assert calls["Optimizer.step#SGD.step"] == 20
+
+
+def test_torch_cpu_allocator_follows_the_tensors_the_script_holds(tmp_path):
+    # hoard.py --tensors keeps a 4 MiB tensor a step and records the bytes of
+    # the tensors it holds: torch's allocator figure must rise as they do.
+    profile, truth, report, _ = run_script("hoard.py", tmp_path, "--tensors")
+    m = profile["memory"]
+    assert m["torch_counted"], profile["notes"]
+    steady = m["steady"]
+    held = truth["held_tensor_bytes"][steady["first_step"]:steady["last_step"] + 1]
+    own = slope(held)
+    assert own > 3 * 2 ** 20, "the script holds no more tensors step after step: the test is void"
+    steps = steady["last_step"] - steady["first_step"] + 1
+    assert abs(steady["torch_growth_bytes"] / steps - own) <= 0.10 * own, (steady, own)
+    # Each sample is at least what the script held at the step before it and
+    # at most that plus one step's transient tensors (~16 MiB: x, tanh, grad).
+    series = [s for s in m["series"] if s[2] is not None]
+    assert len(series) == m["samples"]
+    assert max(truth["held_tensor_bytes"]) <= m["torch_peak_bytes"] <= max(truth["held_tensor_bytes"]) + 32 * 2 ** 20
+    f = findings(profile)["memory_creep"]
+    assert "not in tensors" not in f["title"]
+    assert any("torch's CPU allocator" in e and "tensors are kept" in e for e in f["evidence"]), f
+    assert "torch's CPU allocator: " in report
+
+
+def test_memory_kept_in_python_objects_is_not_tensors(tmp_path):
+    profile, truth, report, _ = run_script("hoard.py", tmp_path, "--objects")
+    m = profile["memory"]
+    assert m["torch_counted"], profile["notes"]
+    held = truth["held_tensor_bytes"]
+    assert max(held) == min(held), "the script's tensors changed: the test is void"
+    # Flat, but for the transient tensors of a step caught by a sample or not
+    # (x, x * w, tanh, the gradient: 16 MiB), against a resident rise of
+    # some 150 MiB.
+    assert abs(m["steady"]["torch_growth_bytes"]) < 16 * 2 ** 20, m["steady"]
+    assert m["steady"]["growth_bytes"] > 100 * 2 ** 20, m["steady"]
+    f = findings(profile)["memory_creep"]
+    assert f["title"].endswith("and not in tensors"), f["title"]
+    assert "tracemalloc" in f["recommendation"]

@@ -79,10 +79,11 @@ struct SamplerState {
 
 SamplerState* g_state = nullptr;  // the session's calls come one at a time (GIL)
 
-MemorySample sample_now(int fd) {
+MemorySample sample_now(int fd, int64_t (*torch_allocated)()) {
   MemorySample s;
   s.t_ns = now_ns();
   s.rss_bytes = read_resident(fd);
+  s.torch_allocated_bytes = torch_allocated != nullptr ? torch_allocated() : -1;
   return s;
 }
 
@@ -95,7 +96,7 @@ void sampler_main(SamplerState* st) {
     next += std::chrono::nanoseconds(st->options.interval_ns);
     if (st->wake.wait_until(lock, next, [st] { return st->stopping; })) break;
     lock.unlock();
-    const MemorySample s = sample_now(st->fd);  // the read without the lock
+    const MemorySample s = sample_now(st->fd, st->options.torch_allocated);  // the read without the lock
     lock.lock();
     if (s.rss_bytes >= 0) st->series.tick(s);
   }
@@ -118,7 +119,7 @@ bool start_memory_sampler(const MemorySamplerOptions& options, std::string* erro
   }
   auto* st = new SamplerState(options);
   st->fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  const MemorySample first = st->fd >= 0 ? sample_now(st->fd) : MemorySample{0, -1, -1};
+  const MemorySample first = st->fd >= 0 ? sample_now(st->fd, st->options.torch_allocated) : MemorySample{0, -1, -1};
   if (first.rss_bytes < 0) {
     if (st->fd >= 0) ::close(st->fd);
     delete st;
@@ -141,7 +142,7 @@ void stop_memory_sampler() {
   }
   st->wake.notify_all();
   st->thread.join();
-  const MemorySample last = sample_now(st->fd);
+  const MemorySample last = sample_now(st->fd, st->options.torch_allocated);
   if (last.rss_bytes >= 0) st->series.add(last);
 }
 

@@ -20,6 +20,9 @@ namespace torchneck {
 struct MemorySamplerOptions {
   int64_t interval_ns = 100'000'000;  // --memory-interval-ms
   size_t capacity = 4096;             // samples kept (even; >= 2)
+  // torch's CPU allocator in use now, -1 unknown (collect/torch/cpu_allocator.h;
+  // a pointer, so this file needs no torch): read beside every resident sample.
+  int64_t (*torch_allocated)() = nullptr;
 };
 
 // The samples kept, thinned by halving when full: the part of the sampler
