@@ -27,6 +27,7 @@ The wrappers are transparent: the same arguments reach the original, its
 return value and exceptions come back unchanged, nothing runs unless the
 script calls them, and uninstall() puts the originals back."""
 
+import contextlib
 import functools
 import os
 import sys
@@ -63,6 +64,10 @@ class Guard:
         self._away = {}          # thread ident -> kind that displaced our tracer
         self._undo = []          # (owner, name, had its own attribute, original, wrapper)
         self._active = False
+        self._own = 0            # > 0 while torchneck itself starts or stops a torch profiler
+        # Called before the script starts a torch profiler (the GPU window
+        # yields to it: gpu_window.py).
+        self.script_profiler_hook = None
         self._hook_type = None   # type of our tracer's per-thread hook object (trace mode)
         self._bootstrap = None   # what our tracer gave threading.setprofile
         self._skip_files = set()
@@ -120,6 +125,9 @@ class Guard:
             start = "_start_trace" if hasattr(cls, "_start_trace") else "__enter__"
             self._patch_method(cls, start, self._wrap_torch_start)
             self._patch_method(cls, "__exit__", self._wrap_restoring)
+            # torch.profiler prepares Kineto before it starts it: the GPU
+            # window must have yielded by then.
+            self._patch_method(cls, "_prepare_trace", self._wrap_torch_prepare)
         legacy = sys.modules.get("torch.autograd.profiler_legacy")
         if legacy is None:
             try:
@@ -254,7 +262,17 @@ class Guard:
     # that profiler does not see (and count) our own code.
 
     def _passthrough(self, caller):
-        return not self._active or self._ours(caller)
+        return not self._active or self._own > 0 or self._ours(caller)
+
+    @contextlib.contextmanager
+    def own_calls(self):
+        """torchneck's own torch profiler calls (the GPU window): not the
+        script's, so neither recorded nor guarded."""
+        self._own += 1
+        try:
+            yield
+        finally:
+            self._own -= 1
 
     def _wrap_sys_setprofile(self, original):
         guard = self
@@ -355,6 +373,19 @@ class Guard:
 
         return enable
 
+    def _wrap_torch_prepare(self, original):
+        guard = self
+
+        @functools.wraps(original)
+        def prepare(profiler, *args, **kwargs):
+            caller = sys._getframe(1)
+            if (not guard._passthrough(caller) and getattr(profiler, "enabled", True)
+                    and guard.script_profiler_hook is not None):
+                guard.script_profiler_hook()
+            return original(profiler, *args, **kwargs)
+
+        return prepare
+
     def _wrap_torch_start(self, original):
         guard = self
 
@@ -363,6 +394,8 @@ class Guard:
             caller = sys._getframe(1)
             if guard._passthrough(caller) or not getattr(profiler, "enabled", True):
                 return original(profiler, *args, **kwargs)
+            if guard.script_profiler_hook is not None:
+                guard.script_profiler_hook()
             kind = "torch.profiler" if guard._from_torch_profiler(caller) else "torch.autograd.profiler"
             guard._record(kind, caller)
             if not guard._ours_here():

@@ -101,12 +101,13 @@ def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last,
     return g
 
 
-def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graphs):
+def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graphs, gpu_window=None):
     """run: run_info(...); env: env_facts(...); process: process_info(...),
     or None for a spill's facts (the session describes its own process);
     thread_names: Linux thread id -> Python thread name; main_tid: Python's
     main thread, 0 for the thread that started the session; growing_graphs:
-    a list of growing_graph(...)."""
+    a list of growing_graph(...); gpu_window: gpu_window.GpuWindow's
+    facts() (a native GpuWindow), or None."""
     f = _native().RunFacts()
     f.run = run
     f.env = env
@@ -115,4 +116,6 @@ def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graph
     f.main_tid = main_tid
     f.process = process
     f.growing_graphs = list(growing_graphs)
+    if gpu_window is not None:
+        f.gpu_window = gpu_window
     return f

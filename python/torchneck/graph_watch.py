@@ -149,6 +149,9 @@ class GraphWatch:
         self._wrapped = []  # (class, original step)
         self._handle = None
         self.failed = None  # why a look failed, once
+        # Called at every optimizer step's end, before the look (the GPU
+        # window, gpu_window.py): one set of step hooks for the launcher.
+        self.step_listeners = []
 
     def install(self):
         try:
@@ -194,6 +197,8 @@ class GraphWatch:
 
     def on_step(self):
         self.steps += 1
+        for listener in self.step_listeners:
+            listener(self.steps)
         if self.steps < self._next_look:
             return
         self._next_look *= 2

@@ -18,15 +18,18 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 # What --python accepts.
 PYTHON_MODES = ("sample", "trace", "off")
+# What --gpu accepts.
+GPU_MODES = ("auto", "on", "off")
 
 
 class Option:
     """One option: its spellings, where its value goes, how it is read."""
 
-    def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None):
+    def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None, choices=PYTHON_MODES):
         self.names = names      # ("-o", "--output"): the first long one is canonical
         self.dest = dest        # attribute of the parsed options
         self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder"
+        self.choices = choices  # a "mode"'s values
         self.help = help        # lines of help, without the spelling column
         self.metavar = metavar
         self.lo, self.hi = lo, hi
@@ -80,6 +83,13 @@ OPTIONS = {o.long: o for o in [
         "sample the resident memory every N ms (default 100; the",
         "samples are thinned as the run grows, so the whole run",
         "stays covered; 0: off)"], "N", 0, 60000, default=100),
+    Option(("--gpu",), "gpu", "mode", [
+        "GPU collection: auto (default: when CUDA is available, a",
+        "Kineto window of steady steps, CPU and CUDA activity),",
+        "on (the window even without CUDA: CPU activity only), off"],
+           "MODE", default="auto", choices=GPU_MODES),
+    Option(("--gpu-steps",), "gpu_steps", "int", [
+        "optimizer steps in the GPU window (default 5)"], "N", 1, 1000, default=5),
     Option(("--no-gc",), "gc", "flag", ["do not time Python's garbage collections (gc.callbacks)"],
            default=True),
     Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,
@@ -135,8 +145,8 @@ def _value(o, name, value):
         v = int(value)
         return (float(v) if o.kind == "seconds" else v), v
     if o.kind == "mode":
-        if value not in PYTHON_MODES:
-            raise UsageError(f"{name} must be {', '.join(PYTHON_MODES[:-1])} or {PYTHON_MODES[-1]}, "
+        if value not in o.choices:
+            raise UsageError(f"{name} must be {', '.join(o.choices[:-1])} or {o.choices[-1]}, "
                              f"not '{value}'")
         return value, value
     # a folder: the same folder however spelled ("out" and "./out/")

@@ -14,6 +14,7 @@ import types
 from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import facts as runfacts
+from torchneck import gpu_window
 from torchneck import graph_watch
 from torchneck import output
 from torchneck import workers
@@ -223,6 +224,7 @@ def run(options):
     facts.on_optimizer = graphs.watch
     facts.install()
     guard = coexist.Guard(options)
+    window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard)
     died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -240,6 +242,7 @@ def run(options):
         _uninstall_sigterm(sigterm_handler)
         session.stop()
         wall = time.perf_counter() - t0
+        window.finish(graphs.steps)
         main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
         process_cpu = time.process_time() - process_cpu0
         worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
@@ -255,7 +258,8 @@ def run(options):
         output.report(session, runfacts.run_facts(run=run, env=facts.snapshot(), notes=facts.notes + guard.notes(),
                                                   thread_names=envfacts.thread_names(),
                                                   main_tid=threading.main_thread().native_id, process=process,
-                                                  growing_graphs=graphs.growing_graphs()),
+                                                  growing_graphs=graphs.growing_graphs(),
+                                                  gpu_window=window.facts(_torchneck)),
                       out_dir)
 
     real_exit = os._exit
@@ -291,6 +295,7 @@ def run(options):
         raise UsageError(f"cannot start profiling: {e}") from None
     worker_profiling.install()
     graphs.install()
+    window.install(graphs)
     # Not through env_changed(): a fact that is missing or misspelled is an
     # error here, before the script, rather than a spill without facts.
     session.set_info(spill_facts())

@@ -27,11 +27,14 @@ struct Analysis {
 // A live run: `gpu`, when a GPU trace was recorded with it (a Kineto window
 // of the run), gives the GPU detectors their evidence (the first report's,
 // as for `torchneck analyze`), combined by the same rule (combine_findings).
-inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vector<gpu::GpuReport> gpu = {}) {
+// `launches` (gpu/live_window.h): the window's device work by launch, for
+// the layers' GPU times.
+inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vector<gpu::GpuReport> gpu = {},
+                        const std::vector<GpuLaunch>* launches = nullptr) {
   Analysis a;
   a.summary = summarize(run, options);
   a.steps = analyze_steps(run);
-  a.layers = analyze_layers(run, a.steps.evaluation);
+  a.layers = analyze_layers(run, a.steps.evaluation, launches);
   a.compiled = analyze_compiled(run, a.steps);
   a.gpu = std::move(gpu);
   DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);

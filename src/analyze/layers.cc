@@ -16,13 +16,30 @@ constexpr uint32_t kNoModule = 0xffffffffu;
 
 struct Point {
   int64_t t;
-  int order;     // at equal times: exits (0) before op starts (1) before enters (2)
-  uint32_t ref;  // module index, or timeline index for op starts
+  int order;     // at equal times: exits (0) before op starts and launches (1) before enters (2)
+  uint32_t ref;  // module index, or timeline index for op starts, or launch index
+  bool launch = false;
+};
+
+// The backward node open on a thread at t: the latest-starting one that
+// contains it (nodes nest only when one calls another's function).
+struct BackwardSpans {
+  std::vector<std::pair<int64_t, int64_t>> spans;  // (start, end), by start
+  std::vector<size_t> index;                       // into Run::timeline
+  size_t at(int64_t t) const {
+    auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(t, INT64_MAX));
+    for (int k = 0; k < 8 && it != spans.begin(); ++k) {
+      --it;
+      if (it->second >= t) return index[static_cast<size_t>(it - spans.begin())];
+    }
+    return SIZE_MAX;
+  }
 };
 
 }  // namespace
 
-LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation) {
+LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation,
+                             const std::vector<GpuLaunch>* launches) {
   LayerAnalysis out;
   const size_t nm = run.modules.size();
   if (nm == 0) return out;
@@ -48,6 +65,41 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
     if (e.kind == OpKind::kOperator && e.seq_nr >= 0)
       points[e.thread_index].push_back({e.start_ns, 1, static_cast<uint32_t>(i)});
   }
+  // GPU launches: inside a backward node, its creator's (below); else the
+  // innermost module open on their thread.
+  std::unordered_map<uint32_t, BackwardSpans> backward_spans;
+  std::vector<size_t> launch_node;  // per launch: its backward node, SIZE_MAX for none
+  std::vector<uint32_t> launch_module;  // per launch in forward: the module open, kNoModule for none
+  if (launches != nullptr) {
+    out.gpu = true;
+    for (size_t i = 0; i < run.timeline.size(); ++i) {
+      const OpEvent& e = run.timeline[i];
+      if (e.kind != OpKind::kBackward) continue;
+      BackwardSpans& b = backward_spans[e.thread_index];
+      b.spans.emplace_back(e.start_ns, e.end_ns);
+      b.index.push_back(i);
+    }
+    for (auto& [thread, b] : backward_spans) {
+      std::vector<size_t> order(b.spans.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return b.spans[x].first < b.spans[y].first; });
+      BackwardSpans sorted;
+      for (size_t k : order) {
+        sorted.spans.push_back(b.spans[k]);
+        sorted.index.push_back(b.index[k]);
+      }
+      b = std::move(sorted);
+    }
+    launch_node.assign(launches->size(), SIZE_MAX);
+    launch_module.assign(launches->size(), kNoModule);
+    for (size_t i = 0; i < launches->size(); ++i) {
+      const GpuLaunch& l = (*launches)[i];
+      auto b = backward_spans.find(l.thread_index);
+      if (b != backward_spans.end()) launch_node[i] = b->second.at(l.t_ns);
+      if (launch_node[i] == SIZE_MAX && !inside_any(evaluation, l.t_ns, l.t_ns))
+        points[l.thread_index].push_back({l.t_ns, 1, static_cast<uint32_t>(i), true});
+    }
+  }
   // (forward thread id, seq nr) → (op start, module open then)
   std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>> creator;
   for (auto& [thread, pts] : points) {
@@ -71,6 +123,8 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
           stats[p.ref].forward_ns += p.t - stack[pos].second;
         }
         stack.resize(pos);  // also closes scopes whose forward raised
+      } else if (p.launch) {
+        if (!stack.empty()) launch_module[p.ref] = stack.back().first;
       } else {
         const OpEvent& e = run.timeline[p.ref];
         const uint32_t module = stack.empty() ? kNoModule : stack.back().first;
@@ -112,6 +166,32 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
     int guard = 0;
     for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run.modules[m].parent)
       stats[m].backward_ns += own_backward[i];
+  }
+  if (launches != nullptr) {
+    for (auto& s : stats) s.gpu_forward_ns = s.gpu_backward_ns = 0;
+    for (size_t i = 0; i < launches->size(); ++i) {
+      const int64_t d = (*launches)[i].device_ns;
+      uint32_t module = kNoModule;
+      bool backward = false;
+      if (launch_node[i] != SIZE_MAX) {
+        const OpEvent& node = run.timeline[launch_node[i]];
+        auto it = creator.find({node.forward_tid, node.seq_nr});
+        backward = true;
+        if (it != creator.end() && !(!compiling.empty() && in_compilation(node))) module = it->second.second;
+      } else {
+        module = launch_module[i];
+      }
+      if (module == kNoModule) {
+        out.gpu_unattributed_ns += d;
+        continue;
+      }
+      out.gpu_attributed_ns += d;
+      int guard = 0;
+      for (int32_t m = static_cast<int32_t>(module); m >= 0 && guard++ < 256; m = run.modules[m].parent) {
+        (backward ? stats[m].gpu_backward_ns : stats[m].gpu_forward_ns) += d;
+        ++stats[m].gpu_launches;
+      }
+    }
   }
   for (auto& s : stats) {
     // A compiled module's children ran inside its compiled region, unseen:

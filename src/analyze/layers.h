@@ -29,17 +29,43 @@ struct LayerStats {
   int depth = 0;            // 0 for a root model
   bool leaf = true;         // no child module was called, and not compiled
   bool compiled = false;    // torch.compile'd: its time is its compiled region's (compiled.h)
+  // GPU work launched in the run's GPU window (GpuLaunch below): in the
+  // module's forward, and by the backward nodes it created; inclusive of
+  // children, training calls only. -1: no GPU window.
+  int64_t gpu_forward_ns = -1;
+  int64_t gpu_backward_ns = -1;
+  uint64_t gpu_launches = 0;  // own and children's, forward and backward
   int64_t combined() const { return forward_ns + backward_ns; }
+};
+
+// One launch of device work in a live run's GPU window: the thread and time
+// of the runtime call (on the live run's clock) and the device time of the
+// work it launched (analyze/gpu/live_window.h makes them from the trace).
+struct GpuLaunch {
+  uint32_t thread_index = 0;  // into Run::threads
+  int64_t t_ns = 0;
+  int64_t device_ns = 0;
 };
 
 struct LayerAnalysis {
   std::vector<LayerStats> layers;  // sorted by forward + backward, descending
   int64_t backward_attributed_ns = 0;  // backward node time that found a module
   int64_t backward_unattributed_ns = 0;  // also: backward nodes run while torch.compile compiled
+  // With GPU launches: their device time that found a layer (forward or
+  // backward), and the rest (the optimizer, the loss, evaluation passes,
+  // work launched outside any module).
+  bool gpu = false;
+  int64_t gpu_attributed_ns = 0;
+  int64_t gpu_unattributed_ns = 0;
 };
 
 // `evaluation`: the evaluation passes (StepAnalysis::evaluation, sorted):
 // module calls inside them count as eval_calls.
-LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation = {});
+// `launches` (sorted or not; null: no GPU window): each one's device time
+// goes to the layer whose forward was innermost-open on its thread at its
+// time, or, when it ran inside a backward node, to the module that created
+// the node (as backward_ns does); inside an evaluation pass, to none.
+LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation = {},
+                             const std::vector<GpuLaunch>* launches = nullptr);
 
 }  // namespace torchneck

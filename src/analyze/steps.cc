@@ -95,12 +95,26 @@ std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& 
   return steps;
 }
 
+// A step is the GPU window's when the window covers this much of it.
+constexpr double kWindowOverlapShare = 0.05;
+
 // A step in which torch.compile compiled (its first call, a recompilation)
 // is not steady, however short the compilation: it ran other code (with
-// fewer than three steps, as for warm-up, every step is kept).
-void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling) {
+// fewer than three steps, as for warm-up, every step is kept). So is a step
+// of the GPU window (`other`): Kineto's callbacks ran beside ours, and
+// stopping it cost the step that stopped it.
+void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling, const Span* window) {
   const size_t n = a.steps.size();
   if (n < 3) return;
+  if (window != nullptr)
+    for (Step& st : a.steps) {
+      // The window opens and closes inside optimizer.step (its hooks), a
+      // few microseconds before the boundary: the step it opens in is not
+      // one of its steps.
+      const int64_t overlap = std::min(window->second, st.end_ns) - std::max(window->first, st.start_ns);
+      if (overlap > 0 && static_cast<double>(overlap) >= kWindowOverlapShare * static_cast<double>(st.duration()))
+        st.steady = false, st.gpu_window = true;
+    }
   for (Step& st : a.steps)
     for (const Span& c : compiling)
       if (c.first < st.end_ns && c.second > st.start_ns) st.steady = false;
@@ -244,6 +258,7 @@ void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const s
     a.evaluation_ns += s.breakdown[Phase::kEvaluation];
     if (!s.steady) {
       ++a.excluded;
+      if (s.gpu_window) ++a.gpu_window_steps;
       continue;
     }
     steady.push_back(s.duration());
@@ -320,7 +335,9 @@ StepAnalysis analyze_steps(const Run& run) {
     ++a.steps[sj].ops;
     a.steps[sj].op_self_ns += tv.self_ns[i];
   }
-  mark_steady(a, compile_spans(run));
+  const GpuWindow& w = run.gpu_window;
+  const Span window{w.start_ns, w.end_ns};
+  mark_steady(a, compile_spans(run), w.state == "recorded" && w.end_ns > w.start_ns ? &window : nullptr);
   a.count = a.steps.size();
   // The window can fill before the first optimizer.step ends (LBFGS: a
   // million operators in its closures): the run's optimizer steps are then

@@ -38,6 +38,7 @@ struct Step {
   // the only steps left out of the statistics. Slow steps stay in: they are
   // time the user pays.
   bool steady = true;
+  bool gpu_window = false;  // not steady because the GPU window's profiler ran in it (run.h, GpuWindow)
   SlowKind slow = SlowKind::kNone;  // steady steps only
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
@@ -74,7 +75,8 @@ struct StepAnalysis {
   // window filled before any optimizer step ended in it (its steps are then
   // bounded by `source`, the run's counted by Optimizer.step calls).
   std::string count_source;
-  size_t excluded = 0;     // warm-up steps
+  size_t excluded = 0;     // warm-up steps, and the GPU window's
+  size_t gpu_window_steps = 0;  // of them, the GPU window's
   size_t steady_count = 0; // the steps the statistics are over
   // Where the run's time went: the steady steps' time, all of it, divided
   // by their number (a time-weighted mean: slow steps count with their

@@ -99,6 +99,20 @@ void bind_facts(py::module_& m) {
       .def_readwrite("step_first", &GrowingGraph::step_first)
       .def_readwrite("step_last", &GrowingGraph::step_last);
 
+  py::class_<GpuWindow>(m, "GpuWindow")
+      .def(py::init<>())
+      .def_readwrite("mode", &GpuWindow::mode)
+      .def_readwrite("state", &GpuWindow::state)
+      .def_readwrite("note", &GpuWindow::note)
+      .def_readwrite("trace_path", &GpuWindow::trace_path)
+      .def_readwrite("activities", &GpuWindow::activities)
+      .def_readwrite("requested_steps", &GpuWindow::requested_steps)
+      .def_readwrite("first_step", &GpuWindow::first_step)
+      .def_readwrite("last_step", &GpuWindow::last_step)
+      .def_readwrite("start_ns", &GpuWindow::start_ns)
+      .def_readwrite("end_ns", &GpuWindow::end_ns)
+      .def_readwrite("clock_offset_ns", &GpuWindow::clock_offset_ns);
+
   py::class_<RunFacts>(m, "RunFacts")
       .def(py::init<>())
       .def_readwrite("run", &RunFacts::run)
@@ -107,7 +121,8 @@ void bind_facts(py::module_& m) {
       .def_readwrite("thread_names", &RunFacts::thread_names)
       .def_readwrite("main_tid", &RunFacts::main_tid)
       .def_readwrite("process", &RunFacts::process)
-      .def_readwrite("growing_graphs", &RunFacts::growing_graphs);
+      .def_readwrite("growing_graphs", &RunFacts::growing_graphs)
+      .def_readwrite("gpu_window", &RunFacts::gpu_window);
 }
 
 }  // namespace torchneck

@@ -31,6 +31,8 @@ struct RunFacts {
   std::optional<ProcessInfo> process;
   // Tensors of the script whose autograd graph kept growing (graph_watch.py).
   std::vector<GrowingGraph> growing_graphs;
+  // The GPU window (gpu_window.py); mode empty in a spill's facts.
+  GpuWindow gpu_window;
 };
 
 // RunFacts, RunInfo, EnvFacts, DataLoaderFacts, OptimizerFacts, ProcessInfo

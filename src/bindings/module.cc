@@ -21,6 +21,7 @@
 
 #include "bindings/collectors.h"
 #include "bindings/facts.h"
+#include "bindings/gpu_window.h"
 #include "bindings/output_dir_binding.h"
 #include "bindings/spiller.h"
 #include "core/clock.h"
@@ -166,7 +167,7 @@ class Session {
       out.trace.steps = o_.trace_steps;
       out.trace.pid = pid;
       std::string write_error;
-      text = write_outputs(run, out, &write_error);
+      text = write_analysed(run, analyze_with_gpu_window(run, out.summary), out, &write_error);
       if (error.empty()) error = write_error;
     }
     if (error.empty()) return py::make_tuple(text, py::none());
@@ -202,6 +203,7 @@ class Session {
     if (facts.process) run.processes.push_back(*facts.process);
     run.env = facts.env;
     run.growing_graphs = facts.growing_graphs;
+    run.gpu_window = facts.gpu_window;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     const TimelineWindow& window = timeline_window();
     if (window.closed.load()) {

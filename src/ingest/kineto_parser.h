@@ -170,6 +170,16 @@ class Parser {
     ++index_;
   }
   // The rest of the top-level object, with the events array blanked out.
+  // An integer (Kineto writes one); a number that is not is ignored.
+  void base_time(dom::element v) {
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0;
+    if (v.get_int64().get(i) == simdjson::SUCCESS) t_.base_time_ns = i;
+    else if (v.get_uint64().get(u) == simdjson::SUCCESS && u <= static_cast<uint64_t>(INT64_MAX)) t_.base_time_ns = static_cast<int64_t>(u);
+    else if (v.get_double().get(d) == simdjson::SUCCESS && d >= 0 && d < 9.2e18) t_.base_time_ns = static_cast<int64_t>(d);
+  }
+
   void top_level(dom::element root) {
     dom::object top;
     if (root.get_object().get(top) != simdjson::SUCCESS) throw Fail("the top level is not a JSON object");
@@ -180,6 +190,8 @@ class Parser {
       } else if (key == "distributedInfo") {
         dom::object o;
         if (v.get_object().get(o) == simdjson::SUCCESS) distributed(o);
+      } else if (key == "baseTimeNanoseconds") {
+        base_time(v);
       }
     }
   }
@@ -200,6 +212,8 @@ class Parser {
       } else if (key == "distributedInfo") {
         dom::object o;
         if (v.get_object().get(o) == simdjson::SUCCESS) distributed(o);
+      } else if (key == "baseTimeNanoseconds") {
+        base_time(v);
       }
     }
     if (!have_events) throw Fail("no \"traceEvents\": not a Chrome-trace / torch.profiler trace");

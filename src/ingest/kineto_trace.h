@@ -21,6 +21,9 @@ inline const char* cat_name(Cat c) { return activity_kind_name(c); }
 
 struct Trace : Activities {
   RankInfo rank;  // from "distributedInfo"
+  // "baseTimeNanoseconds" (torch >= 2.0): events' ts are system time less
+  // it; 0 when absent. A live run's GPU window aligns its trace with it.
+  int64_t base_time_ns = 0;
 };
 
 }  // namespace torchneck::kineto

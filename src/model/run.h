@@ -196,6 +196,37 @@ struct GcTotals {
   uint64_t dropped = 0;  // pauses counted here but not kept in Run::gc_pauses
 };
 
+// The GPU window of a live run (python/torchneck/gpu_window.py): torch's
+// profiler (Kineto, CPU and CUDA activities) over a few steady optimizer
+// steps chosen while the script runs, its trace written into the output
+// folder and read by the same ingest and GPU analyses as `torchneck
+// analyze` (report time: the trace is a file, not part of the spill).
+struct GpuWindow {
+  std::string mode;   // --gpu: "auto", "on", "off"
+  // "recorded": the trace is at trace_path; "no_gpu": CUDA not available
+  // (auto); "off"; "unavailable": this torch has no Kineto; "skipped": not
+  // recorded (the script ended before, or ran torch.profiler itself: note);
+  // "failed": the profiler or the export raised (note).
+  std::string state;
+  std::string note;        // one line: why not recorded, or what was cut short
+  std::string trace_path;  // absolute
+  std::vector<std::string> activities;  // "cpu", "cuda"
+  int64_t requested_steps = 0;  // --gpu-steps
+  // Optimizer steps of the window, counted by the launcher from 1: the
+  // window starts after step first_step - 1 and ends after last_step.
+  int64_t first_step = 0, last_step = 0;
+  int64_t start_ns = 0, end_ns = 0;  // monotonic, as OpEvent
+  // Kineto's clock (system time, its trace's ts + baseTimeNanoseconds) to
+  // ours: monotonic = kineto + clock_offset_ns, read at the window's start.
+  int64_t clock_offset_ns = 0;
+  // Filled when the trace is read (analyze/gpu/live_window.h, Alignment):
+  // Kineto's operators matched to ours, the correction that moved the
+  // window onto them, and the median distance left.
+  uint64_t aligned_ops = 0;
+  int64_t alignment_correction_ns = 0;
+  int64_t alignment_residual_ns = 0;
+};
+
 // A tensor of the user's script whose autograd graph grew between two looks
 // of the launcher (python/torchneck/graph_watch.py): what keeps every step's
 // graph alive (`total_loss += loss`). A fact only Python can see.
@@ -260,6 +291,7 @@ struct Run {
   GcTotals gc;
   bool gc_observed = false;  // gc.callbacks was watched (false: nothing known)
   std::vector<GrowingGraph> growing_graphs;
+  GpuWindow gpu_window;  // mode empty: not a live run, or a launcher without it
 };
 
 }  // namespace torchneck

@@ -194,6 +194,7 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.field("count_source", s.count_source.empty() ? s.source : s.count_source);
   w.field("warmup_excluded", static_cast<uint64_t>(s.excluded));
   w.field("steady", static_cast<uint64_t>(s.steady_count));
+  w.field("gpu_window_steps", static_cast<uint64_t>(s.gpu_window_steps));
   w.field("step_ms", ns_to_ms(s.step_ns));
   w.field("median_ms", ns_to_ms(s.median_ns));
   w.field("typical_ms", ns_to_ms(s.typical_ns));
@@ -225,6 +226,7 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
     w.field("start_s", ns_to_s(st.start_ns));
     w.field("ms", ns_to_ms(st.duration()));
     w.field("steady", st.steady);
+    w.field("gpu_window", st.gpu_window);
     w.field("slow", slow_kind_name(st.slow));
     w.field("micro_batches", static_cast<int64_t>(st.micro_batches));
     write_breakdown(w, "breakdown_ms", st.breakdown, false, st.duration());
@@ -232,6 +234,12 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   }
   w.end_array();
   w.end_object();
+}
+
+void string_array(JsonWriter& w, const char* key, const std::vector<std::string>& v) {
+  w.key(key).begin_array();
+  for (const auto& x : v) w.value(x);
+  w.end_array();
 }
 
 void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
@@ -250,21 +258,30 @@ void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
     w.field("depth", x.depth);
     w.field("leaf", x.leaf);
     w.field("compiled", x.compiled);
+    if (l.gpu) {
+      w.field("gpu_forward_ms", ns_to_ms(x.gpu_forward_ns));
+      w.field("gpu_backward_ms", ns_to_ms(x.gpu_backward_ns));
+      w.field("gpu_launches", x.gpu_launches);
+    } else {
+      w.key("gpu_forward_ms").null();
+      w.key("gpu_backward_ms").null();
+      w.field("gpu_launches", uint64_t{0});
+    }
     w.end_object();
   }
   w.end_array();
   w.field("backward_unattributed_ms", ns_to_ms(l.backward_unattributed_ns));
+  if (l.gpu) {
+    w.field("layers_gpu_attributed_ms", ns_to_ms(l.gpu_attributed_ns));
+    w.field("layers_gpu_unattributed_ms", ns_to_ms(l.gpu_unattributed_ns));
+  }
 }
 
 void write_compiled(JsonWriter& w, const CompileAnalysis& c, const StepAnalysis& steps) {
   w.key("compiled").begin_object();
   w.field("seen", c.seen);
-  w.key("modules").begin_array();
-  for (const auto& m : c.modules) w.value(m);
-  w.end_array();
-  w.key("graphs").begin_array();
-  for (const auto& g : c.graphs) w.value(g);
-  w.end_array();
+  string_array(w, "modules", c.modules);
+  string_array(w, "graphs", c.graphs);
   w.field("recompiles", c.recompiles);
   w.field("region_calls", c.region_calls);
   w.field("forward_calls", c.forward_calls);
@@ -303,6 +320,31 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
   }
   w.end_array();
   w.field("verdict", d.verdict);
+}
+
+// A live run's GPU window (model/run.h); null when the run is not a live
+// one (a trace, a spill of an older launcher).
+void write_gpu_window(JsonWriter& w, const GpuWindow& g) {
+  w.key("gpu_window");
+  if (g.mode.empty()) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("mode", g.mode);
+  w.field("state", g.state);
+  w.field("note", g.note);
+  w.field("trace", g.trace_path);
+  string_array(w, "activities", g.activities);
+  w.field("requested_steps", g.requested_steps);
+  w.field("first_step", g.first_step);
+  w.field("last_step", g.last_step);
+  w.field("duration_ms", g.state == "recorded" ? ns_to_ms(g.end_ns - g.start_ns) : 0.0);
+  w.field("clock_offset_ns", g.clock_offset_ns);
+  w.field("aligned_ops", g.aligned_ops);
+  w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);
+  w.field("alignment_residual_us", static_cast<double>(g.alignment_residual_ns) / 1e3);
+  w.end_object();
 }
 
 // Resident memory: the samples (ms since the first one) and the fit over
@@ -450,6 +492,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   write_processes(w, run);
   write_memory(w, run, analysis.memory);
   write_gc(w, analysis.gc, run.gc_pauses.size());
+  write_gpu_window(w, run.gpu_window);
   if (!analysis.gpu.empty()) {
     w.key("gpu");
     write_gpu_json(w, analysis.gpu.front());

@@ -158,9 +158,15 @@ void verdict_and_findings(std::string& out, const Diagnosis& d) {
 
 void step_breakdown(std::string& out, const StepAnalysis& s) {
   if (s.steps.empty()) return;
-  appendf(out, "\nStep time: %zu steps (%s boundaries), %zu warm-up left out; %.2f ms a step on average over the other %zu "
+  char left_out[96];
+  if (s.gpu_window_steps > 0)
+    std::snprintf(left_out, sizeof left_out, "%zu warm-up and %zu of the GPU window left out", s.excluded - s.gpu_window_steps,
+                  s.gpu_window_steps);
+  else
+    std::snprintf(left_out, sizeof left_out, "%zu warm-up left out", s.excluded);
+  appendf(out, "\nStep time: %zu steps (%s boundaries), %s; %.2f ms a step on average over the other %zu "
           "(every one with its whole time), median %.2f ms\n",
-          s.count, s.source.c_str(), s.excluded, ns_to_ms(s.step_ns), s.steady_count, ns_to_ms(s.median_ns));
+          s.count, s.source.c_str(), left_out, ns_to_ms(s.step_ns), s.steady_count, ns_to_ms(s.median_ns));
   static const char marks[] = {'D', 'O', 'B', 'F', 'E', '.'};
   constexpr int kWidth = 60;
   std::string bar;
@@ -262,15 +268,44 @@ void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnal
 void layers_table(std::string& out, const LayerAnalysis& l) {
   if (l.layers.empty()) return;
   out += "\nLayers, top 10 by forward + backward (blocks include their children)\n";
-  out += "  name                                type                calls  forward ms  backward ms      params\n";
+  out += "  name                                type                calls  forward ms  backward ms      params";
+  out += l.gpu ? "  GPU fwd ms  GPU bwd ms\n" : "\n";
   size_t shown = 0;
   for (const LayerStats& x : l.layers) {
     if (shown++ == 10) break;
     const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name +
                              (x.compiled ? " [compiled]" : "");
-    appendf(out, "  %-35s %-18s %6llu %11.2f %12.2f %11lld\n", ellipsize(name, 35).c_str(),
+    appendf(out, "  %-35s %-18s %6llu %11.2f %12.2f %11lld", ellipsize(name, 35).c_str(),
             ellipsize(x.type, 18).c_str(), static_cast<unsigned long long>(x.calls), ns_to_ms(x.forward_ns),
             ns_to_ms(x.backward_ns), static_cast<long long>(x.params));
+    if (l.gpu) appendf(out, " %11.2f %10.2f", ns_to_ms(x.gpu_forward_ns), ns_to_ms(x.gpu_backward_ns));
+    out += "\n";
+  }
+  if (l.gpu)
+    out += "  GPU columns: device time of the work each layer launched in the GPU window's steps (all of them, not per step)\n";
+}
+
+// The GPU window of a live run (model/run.h, GpuWindow): one line.
+void gpu_window_line(std::string& out, const Run& run) {
+  const GpuWindow& w = run.gpu_window;
+  if (w.mode.empty()) return;
+  if (w.state == "no_gpu") {
+    out += "GPU: none (torch.cuda.is_available() is False): no GPU collection\n";
+  } else if (w.state == "off") {
+    out += "GPU: not collected (--gpu=off)\n";
+  } else if (w.state == "recorded") {
+    std::string acts;
+    for (const auto& a : w.activities) acts += (acts.empty() ? "" : "+") + a;
+    appendf(out, "GPU window: optimizer steps %lld..%lld (torch.profiler/Kineto, %s activity), %.1f ms; trace %s%s%s\n",
+            static_cast<long long>(w.first_step), static_cast<long long>(w.last_step), acts.c_str(),
+            ns_to_ms(w.end_ns - w.start_ns), w.trace_path.c_str(), w.note.empty() ? "" : "; ", w.note.c_str());
+    if (w.activities.size() == 1) out += "  CPU activity only: no device to analyse\n";
+    if (w.aligned_ops > 0)
+      appendf(out, "  clocks aligned on %llu operators both recorded: moved %+.1f us, %.1f us apart after (median)\n",
+              static_cast<unsigned long long>(w.aligned_ops), static_cast<double>(w.alignment_correction_ns) / 1e3,
+              static_cast<double>(w.alignment_residual_ns) / 1e3);
+  } else {
+    appendf(out, "GPU window: %s%s\n", w.note.empty() ? "not recorded" : "", w.note.c_str());
   }
 }
 
@@ -314,7 +349,8 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   compiled_section(out, analysis.compiled, analysis.steps);
   layers_table(out, analysis.layers);
   out += "\n";
-  if (analysis.gpu.empty()) environment(out, run);
+  if (analysis.gpu.empty() || ending != EndingKind::kIngestedTrace) environment(out, run);
+  gpu_window_line(out, run);
   for (const auto& g : analysis.gpu) out += gpu_terminal_section(g, 10);
   worker_processes(out, run);
   if (run.run.python_mode != PythonMode::kOff) {

@@ -1,0 +1,207 @@
+"""The GPU window of `torchneck run` (--gpu, --gpu-steps): torch's own
+profiler (Kineto, CPU and CUDA activities) over a few steady optimizer
+steps, chosen while the script runs, with no change to the script. The
+trace goes to DIR/gpu/kineto.trace.json; at the end the native side reads
+it with the same ingest and GPU analyses as `torchneck analyze`
+(src/bindings/gpu_window.cc), on the run's clock.
+
+Which steps: the window opens at the end of an optimizer step once the
+last WINDOW_SETTLED_STEPS steps took within WINDOW_SETTLED_SPREAD of their
+median (warm-up over: allocator, cuDNN autotuning, lazy initialisation), or
+after WINDOW_LATEST_START steps whatever they took, and closes after
+--gpu-steps steps. The trace is exported after the script ends, so the
+export costs the script nothing; stopping the profiler costs the step that
+follows a little (the native analysis leaves the window's steps and that
+one out of the CPU-side breakdown).
+
+What records what (docs/coexistence.md): torchneck's RecordFunction
+observer stays on throughout, Kineto adds its own callbacks for the window
+only, and torch runs both for every operator. A script that runs
+torch.profiler itself keeps it: the window yields (it is not opened, or it
+is closed before the script's profiler starts), with a note."""
+
+import os
+import time
+
+# The last steps agree within this share of their median: warm-up is over.
+WINDOW_SETTLED_STEPS = 3
+WINDOW_SETTLED_SPREAD = 0.25
+# Never before this step (the first step alone is warm-up in every run) ...
+WINDOW_EARLIEST_START = 2
+# ... and at the latest after this many, settled or not.
+WINDOW_LATEST_START = 20
+
+
+def _clock_offset_ns():
+    """CLOCK_MONOTONIC (ours) minus system time (Kineto's): of a few
+    readings, the one whose two reads lay closest together."""
+    best = None
+    for _ in range(5):
+        a = time.monotonic_ns()
+        r = time.time_ns()
+        b = time.monotonic_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, (a + b) // 2 - r)
+    return best[1]
+
+
+class GpuWindow:
+    def __init__(self, mode, steps, out_dir, guard):
+        self.mode = mode
+        self.requested = steps
+        self.out_dir = out_dir
+        self.guard = guard
+        self.state = "off" if mode == "off" else "skipped"
+        self.note = ""
+        self.activities = []
+        self.first_step = self.last_step = 0
+        self.start_ns = self.end_ns = 0
+        self.clock_offset_ns = 0
+        self.trace_path = ""
+        self._prof = None
+        self._open = False
+        self._done = mode == "off"
+        self._ends = []  # perf_counter at the last steps' ends
+        self._last_seen = 0  # optimizer steps ended so far
+
+    # -- set-up ------------------------------------------------------------------
+
+    def install(self, graphs):
+        """Decides whether there is to be a window; hooks the step ends
+        (graph_watch.GraphWatch's step listeners) when there is."""
+        if self._done:
+            return
+        try:
+            import torch
+            import torch.profiler as tp
+        except Exception as e:  # noqa: BLE001 - no torch profiler: no window
+            self._give_up("unavailable", f"torch.profiler cannot be imported ({type(e).__name__}: {e})")
+            return
+        try:
+            cuda = bool(torch.cuda.is_available())
+        except Exception:  # noqa: BLE001 - a broken CUDA install is no GPU
+            cuda = False
+        if self.mode == "auto" and not cuda:
+            self._give_up("no_gpu", "")
+            return
+        kineto = getattr(tp, "kineto_available", None)
+        if kineto is None or not kineto():
+            self._give_up("unavailable", f"this torch ({torch.__version__}) was built without Kineto")
+            return
+        self.activities = ["cpu"] + (["cuda"] if cuda else [])
+        self._tp = tp
+        self.guard.script_profiler_hook = self._yield_to_script
+        graphs.step_listeners.append(self._on_step)
+
+    def _give_up(self, state, note):
+        self.state, self.note, self._done = state, note, True
+
+    # -- the window --------------------------------------------------------------
+
+    def _settled(self, step):
+        if step < WINDOW_EARLIEST_START:
+            return False
+        if step >= WINDOW_LATEST_START:
+            return True
+        ends = self._ends
+        if len(ends) < WINDOW_SETTLED_STEPS + 1:
+            return False
+        d = sorted(ends[-k] - ends[-k - 1] for k in range(1, WINDOW_SETTLED_STEPS + 1))
+        median = d[len(d) // 2]
+        return median > 0 and (d[-1] - d[0]) <= WINDOW_SETTLED_SPREAD * median
+
+    def _on_step(self, step):
+        self._last_seen = step
+        if self._done:
+            return
+        self._ends.append(time.perf_counter())
+        if len(self._ends) > WINDOW_SETTLED_STEPS + 1:
+            del self._ends[0]
+        try:
+            if not self._open:
+                if self._settled(step):
+                    self._start(step + 1)
+            elif step >= self.first_step + self.requested - 1:
+                self._stop(step, "")
+        except Exception as e:  # noqa: BLE001 - the window must never break the script
+            self._fail(f"{type(e).__name__}: {e}")
+
+    def _start(self, first_step):
+        acts = [self._tp.ProfilerActivity.CPU]
+        if "cuda" in self.activities:
+            acts.append(self._tp.ProfilerActivity.CUDA)
+        prof = self._tp.profile(activities=acts, record_shapes=False, profile_memory=False, with_stack=False)
+        self.clock_offset_ns = _clock_offset_ns()
+        with self.guard.own_calls():
+            prof.start()
+        self._prof, self._open = prof, True
+        self.first_step = first_step
+        self.start_ns = time.monotonic_ns()
+
+    def _stop(self, last_step, note):
+        self.last_step = last_step
+        self._open, self._done = False, True
+        with self.guard.own_calls():
+            self._prof.stop()
+        self.end_ns = time.monotonic_ns()  # with the stop's cost: the step it lands in is not steady either
+        self.state, self.note = "recorded", note
+
+    def _fail(self, why):
+        self._open, self._done = False, True
+        self._prof = None
+        self.state, self.note = "failed", f"torch.profiler failed: {why}"
+
+    def _yield_to_script(self):
+        """The script starts torch.profiler itself: Kineto takes one session
+        at a time, and the script's comes first."""
+        if self._done:
+            return
+        if self._open:
+            try:
+                self._stop(self._last_seen, "")
+            except Exception as e:  # noqa: BLE001
+                self._fail(f"{type(e).__name__}: {e}")
+                return
+            self.note = "closed early: the script started torch.profiler itself"
+        else:
+            self._give_up("skipped", "not recorded: the script runs torch.profiler itself")
+
+    # -- the end -----------------------------------------------------------------
+
+    def finish(self, steps_seen):
+        """At the run's end: closes a window the script's end cut short, and
+        exports the trace (after the script: the export costs it nothing)."""
+        if self._open:
+            try:
+                self._stop(steps_seen, f"cut short: the script ended after step {steps_seen}")
+            except Exception as e:  # noqa: BLE001
+                self._fail(f"{type(e).__name__}: {e}")
+        if self.state == "skipped" and not self.note and self.mode != "off":
+            self.note = (f"not recorded: the script ended after {steps_seen} optimizer step"
+                         f"{'' if steps_seen == 1 else 's'}, before the window's first" if steps_seen
+                         else "not recorded: the script made no optimizer step")
+        if self.state != "recorded" or self._prof is None:
+            return
+        path = os.path.join(self.out_dir, "gpu", "kineto.trace.json")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._prof.export_chrome_trace(path)
+            if not os.path.isfile(path):
+                raise OSError("no file was written")
+            self.trace_path = path
+        except Exception as e:  # noqa: BLE001
+            self.state, self.note = "failed", f"the trace could not be exported to {path}: {type(e).__name__}: {e}"
+        self._prof = None
+
+    def facts(self, native):
+        w = native.GpuWindow()
+        w.mode = self.mode
+        w.state = self.state
+        w.note = self.note
+        w.trace_path = self.trace_path
+        w.activities = list(self.activities)
+        w.requested_steps = self.requested
+        w.first_step, w.last_step = self.first_step, self.last_step
+        w.start_ns, w.end_ns = self.start_ns, self.end_ns
+        w.clock_offset_ns = self.clock_offset_ns
+        return w

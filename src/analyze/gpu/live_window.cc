@@ -1,0 +1,82 @@
+#include "analyze/gpu/live_window.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace torchneck::gpu {
+
+std::vector<GpuLaunch> gpu_launches(const Run& live, const Activities& window) {
+  std::unordered_map<int64_t, int64_t> device_ns;  // correlation -> device time
+  for (const Activity& e : window.events)
+    if (is_gpu_work(e.cat) && e.correlation >= 0) device_ns[e.correlation] += e.dur_ns;
+  std::unordered_map<uint64_t, uint32_t> thread_of;  // Linux tid -> thread index
+  for (size_t i = 0; i < live.threads.size(); ++i) thread_of.emplace(live.threads[i].os_tid, static_cast<uint32_t>(i));
+  std::vector<GpuLaunch> out;
+  for (const Activity& e : window.events) {
+    if ((e.cat != ActivityKind::kRuntime && e.cat != ActivityKind::kDriver) || e.correlation < 0) continue;
+    auto d = device_ns.find(e.correlation);
+    if (d == device_ns.end()) continue;
+    auto t = thread_of.find(static_cast<uint64_t>(e.tid));
+    if (t == thread_of.end()) continue;
+    out.push_back({t->second, e.ts_ns, d->second});
+  }
+  return out;
+}
+
+namespace {
+
+int64_t median(std::vector<int64_t>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Alignment align_window(const Run& live, const Activities& window, size_t max_ops) {
+  Alignment out;
+  // The live timeline's operator starts by (thread, name), sorted.
+  std::unordered_map<uint64_t, uint32_t> thread_of;
+  for (size_t i = 0; i < live.threads.size(); ++i) thread_of.emplace(live.threads[i].os_tid, static_cast<uint32_t>(i));
+  std::unordered_map<std::string, uint32_t> name_of;  // live name -> name id
+  for (size_t i = 0; i < live.strings.size(); ++i) name_of.emplace(live.strings[i], static_cast<uint32_t>(i));
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> starts;
+  for (const OpEvent& e : live.timeline)
+    if (e.kind == OpKind::kOperator) starts[{e.thread_index, e.name_id}].push_back(e.start_ns);
+  for (auto& [key, v] : starts) std::sort(v.begin(), v.end());
+  std::vector<int64_t> diffs;
+  size_t seen = 0;
+  for (const Activity& e : window.events) {
+    if (e.cat != ActivityKind::kCpuOp) continue;
+    if (seen++ >= max_ops) break;
+    auto t = thread_of.find(static_cast<uint64_t>(e.tid));
+    auto n = name_of.find(window.name_of(e));
+    if (t == thread_of.end() || n == name_of.end()) continue;
+    auto s = starts.find({t->second, n->second});
+    if (s == starts.end()) continue;
+    const std::vector<int64_t>& v = s->second;
+    auto it = std::lower_bound(v.begin(), v.end(), e.ts_ns);
+    int64_t best = INT64_MAX;
+    if (it != v.end()) best = *it - e.ts_ns;
+    if (it != v.begin() && std::llabs(*std::prev(it) - e.ts_ns) < std::llabs(best)) best = *std::prev(it) - e.ts_ns;
+    if (best != INT64_MAX) diffs.push_back(best);
+  }
+  out.matched = diffs.size();
+  if (diffs.empty()) return out;
+  out.correction_ns = median(diffs);
+  for (int64_t& d : diffs) d = std::llabs(d - out.correction_ns);
+  out.residual_ns = median(diffs);
+  return out;
+}
+
+void shift_activities(Activities& a, int64_t offset_ns) {
+  for (Activity& e : a.events) e.ts_ns += offset_ns;
+  for (ActivityFlow& f : a.flows) f.ts_ns += offset_ns;
+  for (CounterSeries& c : a.counters)
+    for (CounterSample& p : c.samples) p.t_ns += offset_ns;
+}
+
+}  // namespace torchneck::gpu

@@ -1,0 +1,39 @@
+// A live run's GPU window (model/run.h, GpuWindow): its Kineto activities,
+// already on the live run's clock, against the live run's own timeline.
+#pragma once
+
+#include <vector>
+
+#include "analyze/layers.h"
+#include "model/activity.h"
+#include "model/run.h"
+
+namespace torchneck::gpu {
+
+// Every runtime or driver call of the window that launched device work
+// (kernels, memcpy, memset, matched by correlation id), as the live run's
+// thread (by Linux thread id) and the call's start, with the device time of
+// the work it launched. Calls on a thread the live run does not know are
+// left out.
+std::vector<GpuLaunch> gpu_launches(const Run& live, const Activities& window);
+
+// How Kineto's CPU operators of the window line up with the same
+// operators on the live run's timeline (both record every aten op): each
+// Kineto cpu_op is matched to the live event of its name on its thread
+// that starts nearest to it. `correction_ns` (the median of live - Kineto
+// over the matches) is what to add to the window's times; `residual_ns`
+// the median distance left after it. matched == 0: nothing to compare (no
+// operator in both), and the clocks' offset stands alone.
+struct Alignment {
+  size_t matched = 0;
+  int64_t correction_ns = 0;
+  int64_t residual_ns = 0;
+};
+// At most `max_ops` Kineto operators are matched (the first ones).
+Alignment align_window(const Run& live, const Activities& window, size_t max_ops = 20000);
+
+// Moves every activity of `a` by `offset_ns` (Kineto's clock to the live
+// run's: GpuWindow::clock_offset_ns plus the trace's base time).
+void shift_activities(Activities& a, int64_t offset_ns);
+
+}  // namespace torchneck::gpu

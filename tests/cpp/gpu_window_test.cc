@@ -1,0 +1,197 @@
+// A live run's GPU window against hand-built truth: device work launched
+// under known modules (forward, and backward through the nodes the modules'
+// ops created) lands in those layers' GPU times; Kineto's clock is moved
+// onto the run's by the operators both recorded; the window's steps leave
+// the CPU-side statistics.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyze/gpu/live_window.h"
+#include "analyze/layers.h"
+#include "analyze/steps.h"
+#include "ingest/kineto_json.h"
+#include "run_builder.h"
+
+namespace torchneck {
+namespace {
+
+using test_support::RunBuilder;
+
+constexpr int64_t kUs = 1000;
+// Kineto's clock is the run's less this (before the window is moved).
+constexpr int64_t kKinetoBehind = 5'000'000'000;
+// ... and Kineto's operators start this much later than ours do.
+constexpr int64_t kJitter = 300;
+
+uint32_t add_name(Activities& a, const std::string& n) {
+  a.names.push_back(n);
+  return static_cast<uint32_t>(a.names.size() - 1);
+}
+
+void add(Activities& a, ActivityKind cat, const std::string& name, int64_t live_ts, int64_t dur, int64_t tid,
+         int64_t correlation) {
+  Activity e;
+  e.cat = cat;
+  e.name = add_name(a, name);
+  e.ts_ns = live_ts - kKinetoBehind;
+  e.dur_ns = dur;
+  e.tid = tid;
+  e.pid = 1;
+  e.correlation = correlation;
+  a.events.push_back(e);
+}
+
+// Model(fc1, fc2) on thread 0 (Linux tid 100), backward on thread 1 (101):
+//   fc1 forward  1..4 us, aten::addmm (seq 7) 1.5..3.5, launches at 2 us a 3 us kernel
+//   fc2 forward  5..8 us, aten::addmm (seq 8) 5.5..7.5, launches at 6 us a 7 us kernel
+//   AddmmBackward0 (seq 8) 10..12 us, launches at 11 us a 2.5 us kernel
+//   AddmmBackward0 (seq 7) 12..14 us, launches at 13 us a 1.5 us kernel and a 0.5 us memcpy
+//   the optimizer 15..16 us (no module), launches at 15.5 us a 0.4 us kernel
+struct Window {
+  Run run;
+  Activities activities;
+};
+
+Window window() {
+  RunBuilder rb;
+  rb.run.threads = {ThreadInfo{100, "MainThread"}, ThreadInfo{101, "autograd"}};
+  rb.run.modules = {ModuleInfo{"Model", "Model", 20, -1}, ModuleInfo{"fc1", "Linear", 10, 0},
+                    ModuleInfo{"fc2", "Linear", 10, 0}};
+  rb.module(0, 1 * kUs, 9 * kUs);
+  rb.module(1, 1 * kUs, 4 * kUs);
+  rb.module(2, 5 * kUs, 8 * kUs);
+  rb.event("aten::addmm", OpKind::kOperator, 1500, 3500, 7, 0, 1);
+  rb.event("aten::addmm", OpKind::kOperator, 5500, 7500, 8, 0, 1);
+  rb.event("AddmmBackward0", OpKind::kBackward, 10 * kUs, 12 * kUs, 8, 1, 1);
+  rb.event("AddmmBackward0", OpKind::kBackward, 12 * kUs, 14 * kUs, 7, 1, 1);
+  rb.event("aten::add_", OpKind::kOperator, 15 * kUs, 16 * kUs, -1, 0, 1);
+  rb.finish();
+  Window w;
+  w.run = std::move(rb.run);
+  Activities& a = w.activities;
+  add(a, ActivityKind::kCpuOp, "aten::addmm", 1500 + kJitter, 2000, 100, -1);
+  add(a, ActivityKind::kCpuOp, "aten::addmm", 5500 + kJitter, 2000, 100, -1);
+  add(a, ActivityKind::kCpuOp, "AddmmBackward0", 10 * kUs + kJitter, 2000, 101, -1);  // a node: not an operator of ours
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 2 * kUs, 5 * kUs / 10, 100, 1);
+  add(a, ActivityKind::kKernel, "gemm_fc1", 4 * kUs, 3 * kUs, 7, 1);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 6 * kUs, 500, 100, 2);
+  add(a, ActivityKind::kKernel, "gemm_fc2", 8 * kUs, 7 * kUs, 7, 2);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 11 * kUs, 500, 101, 3);
+  add(a, ActivityKind::kKernel, "gemm_fc2_bwd", 16 * kUs, 2500, 7, 3);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 13 * kUs, 500, 101, 4);
+  add(a, ActivityKind::kKernel, "gemm_fc1_bwd", 19 * kUs, 1500, 7, 4);
+  add(a, ActivityKind::kMemcpy, "Memcpy DtoD", 21 * kUs, 500, 7, 4);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 15500, 300, 100, 5);
+  add(a, ActivityKind::kKernel, "sgd", 22 * kUs, 400, 7, 5);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 15500, 300, 999, 6);  // a thread the run does not know
+  add(a, ActivityKind::kKernel, "other", 23 * kUs, 900, 7, 6);
+  return w;
+}
+
+const LayerStats& layer(const LayerAnalysis& l, const std::string& name) {
+  for (const LayerStats& s : l.layers)
+    if (s.name == name) return s;
+  throw std::runtime_error("no layer " + name);
+}
+
+TEST(GpuWindow, TheClocksAreAlignedOnTheOperatorsBothRecorded) {
+  Window w = window();
+  // GIVEN the window moved by the clocks' offset alone
+  gpu::shift_activities(w.activities, kKinetoBehind);
+  // WHEN aligned on the operators
+  const gpu::Alignment al = gpu::align_window(w.run, w.activities);
+  // THEN the two aten::addmm match (the backward node is not an operator of
+  // the run's), Kineto's 300 ns late start is corrected, nothing is left
+  EXPECT_EQ(al.matched, 2u);
+  EXPECT_EQ(al.correction_ns, -kJitter);
+  EXPECT_EQ(al.residual_ns, 0);
+}
+
+TEST(GpuWindow, DeviceWorkGoesToTheLayerThatLaunchedItForwardAndBackward) {
+  Window w = window();
+  gpu::shift_activities(w.activities, kKinetoBehind);
+  // WHEN the launches are made and given to the layer analysis
+  const std::vector<GpuLaunch> launches = gpu::gpu_launches(w.run, w.activities);
+  // THEN one per runtime call of a known thread, with its device work's time
+  ASSERT_EQ(launches.size(), 5u);
+  const LayerAnalysis l = analyze_layers(w.run, {}, &launches);
+  ASSERT_TRUE(l.gpu);
+  // AND fc1: 3 us forward, 1.5 + 0.5 us backward (its node's kernel and copy)
+  EXPECT_EQ(layer(l, "fc1").gpu_forward_ns, 3 * kUs);
+  EXPECT_EQ(layer(l, "fc1").gpu_backward_ns, 2 * kUs);
+  EXPECT_EQ(layer(l, "fc1").gpu_launches, 2u);
+  // AND fc2: 7 us forward, 2.5 us backward
+  EXPECT_EQ(layer(l, "fc2").gpu_forward_ns, 7 * kUs);
+  EXPECT_EQ(layer(l, "fc2").gpu_backward_ns, 2500);
+  // AND the model holds its children's, inclusive
+  EXPECT_EQ(layer(l, "Model").gpu_forward_ns, 10 * kUs);
+  EXPECT_EQ(layer(l, "Model").gpu_backward_ns, 4500);
+  // AND the optimizer's kernel found no layer
+  EXPECT_EQ(l.gpu_attributed_ns, 14500);
+  EXPECT_EQ(l.gpu_unattributed_ns, 400);
+}
+
+TEST(GpuWindow, LaunchesInAnEvaluationPassAreNoLayersTrainingCost) {
+  Window w = window();
+  gpu::shift_activities(w.activities, kKinetoBehind);
+  const std::vector<GpuLaunch> launches = gpu::gpu_launches(w.run, w.activities);
+  // GIVEN fc2's forward inside an evaluation pass
+  const LayerAnalysis l = analyze_layers(w.run, {{5 * kUs, 8 * kUs}}, &launches);
+  EXPECT_EQ(layer(l, "fc2").gpu_forward_ns, 0);
+  EXPECT_EQ(layer(l, "fc1").gpu_forward_ns, 3 * kUs);
+  EXPECT_EQ(l.gpu_unattributed_ns, 400 + 7 * kUs);
+}
+
+TEST(GpuWindow, WithoutAWindowLayersHaveNoGpuTimes) {
+  const Window w = window();
+  const LayerAnalysis l = analyze_layers(w.run);
+  EXPECT_FALSE(l.gpu);
+  EXPECT_EQ(layer(l, "fc1").gpu_forward_ns, -1);
+}
+
+TEST(GpuWindow, TheWindowsStepsLeaveTheCpuStatistics) {
+  // GIVEN 12 optimizer steps of 10 ms, and a window over steps 5..8 (1-based)
+  // opened a few microseconds before step 4's end (inside its optimizer.step)
+  constexpr int64_t kMs = 1'000'000;
+  RunBuilder rb;
+  rb.run.threads = {ThreadInfo{100, "MainThread"}};
+  rb.run.env.optimizers = {OptimizerFacts{"SGD", 2, false}};
+  for (int i = 0; i < 12; ++i) {
+    const int64_t t = i * 10 * kMs;
+    rb.event("aten::mm", OpKind::kOperator, t, t + 8 * kMs);
+    rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t + 8 * kMs, t + 10 * kMs);
+  }
+  rb.finish();
+  rb.run.gpu_window.mode = "on";
+  rb.run.gpu_window.state = "recorded";
+  rb.run.gpu_window.start_ns = 40 * kMs - 5000;
+  rb.run.gpu_window.end_ns = 80 * kMs - 2000;
+  const StepAnalysis s = analyze_steps(rb.run);
+  ASSERT_EQ(s.steps.size(), 12u);
+  // THEN exactly steps 5..8 (indices 4..7) are the window's, not steady
+  for (size_t i = 0; i < s.steps.size(); ++i) EXPECT_EQ(s.steps[i].gpu_window, i >= 4 && i <= 7) << i;
+  EXPECT_EQ(s.gpu_window_steps, 4u);
+  EXPECT_EQ(s.steady_count, 12u - 1 - 4);
+  // AND a window that was not recorded leaves every step
+  rb.run.gpu_window.state = "failed";
+  EXPECT_EQ(analyze_steps(rb.run).gpu_window_steps, 0u);
+}
+
+TEST(GpuWindow, TheTracesBaseTimeIsRead) {
+  // torch 2.x writes ts relative to baseTimeNanoseconds, after the events
+  const std::string text =
+      R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,)"
+      R"( "ts": 5.5, "dur": 1}], "baseTimeNanoseconds": 1790857026000000000})";
+  EXPECT_EQ(kineto::parse_trace(text, "t.json").base_time_ns, 1790857026000000000);
+  const std::string before =
+      R"({"baseTimeNanoseconds": 1700000000000000000, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",)"
+      R"( "pid": 1, "tid": 1, "ts": 5.5, "dur": 1}]})";
+  EXPECT_EQ(kineto::parse_trace(before, "t.json").base_time_ns, 1700000000000000000);
+  // AND an older trace without it: 0, its ts are absolute
+  const std::string old = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5.5, "dur": 1}]})";
+  EXPECT_EQ(kineto::parse_trace(old, "t.json").base_time_ns, 0);
+}
+
+}  // namespace
+}  // namespace torchneck

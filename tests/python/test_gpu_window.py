@@ -1,0 +1,127 @@
+"""The GPU window of `torchneck run` (--gpu, --gpu-steps;
+python/torchneck/gpu_window.py): on these machines there is no GPU, so
+the window is exercised with CPU activity only (--gpu=on), where torch has
+Kineto (torch 2.x: the Debian 13 half of the suite); the rest of the
+contract (no GPU: one line; --gpu=off; a torch without Kineto) on any
+torch. Truth: the scripts' own clocks and their own torch.profiler in the
+same run, and the Kineto trace the window wrote, read here with json."""
+
+import json
+import os
+
+import pytest
+
+from conftest import load_profile, run_plain, run_tool, script
+
+try:
+    import torch.profiler as _tp
+    KINETO = bool(getattr(_tp, "kineto_available", lambda: False)())
+except Exception:  # noqa: BLE001
+    KINETO = False
+try:
+    import torch
+    CUDA = bool(torch.cuda.is_available())
+except Exception:  # noqa: BLE001
+    CUDA = False
+
+needs_kineto = pytest.mark.skipif(not KINETO, reason="this torch has no Kineto (Debian 12's 1.13): the Debian 13 half runs it")
+
+
+def run_loop(tmp_path, *args, name="uniform_clean"):
+    out = str(tmp_path / "out")
+    truth_path = str(tmp_path / "truth.json")
+    r = run_tool([*args, "-o", out, script(os.path.join("loops", name + ".py")), "--truth", truth_path], timeout=240)
+    assert r.returncode == 0, r.stderr[-4000:]
+    with open(truth_path) as f:
+        truth = json.load(f)
+    return load_profile(out), truth, r.stdout + r.stderr, out
+
+
+@pytest.mark.skipif(CUDA, reason="a CUDA machine: the window is recorded there (scripts/gpu-check)")
+def test_a_cpu_only_run_says_so_in_one_line(tmp_path):
+    profile, truth, report, _ = run_loop(tmp_path)
+    lines = [l for l in report.splitlines() if l.startswith("GPU")]
+    assert lines == ["GPU: none (torch.cuda.is_available() is False): no GPU collection"], lines
+    assert profile["gpu_window"]["state"] == "no_gpu"
+    assert "gpu" not in profile
+    assert profile["steps"]["gpu_window_steps"] == 0
+    assert all(l["gpu_forward_ms"] is None for l in profile["layers"])
+    assert not os.path.exists(os.path.join(str(tmp_path / "out"), "gpu"))
+
+
+def test_gpu_off_skips_it(tmp_path):
+    profile, _, report, out = run_loop(tmp_path, "--gpu=off")
+    assert profile["gpu_window"]["state"] == "off"
+    assert "GPU: not collected (--gpu=off)" in report
+    assert not os.path.exists(os.path.join(out, "gpu"))
+
+
+def test_a_bad_gpu_mode_is_one_line(tmp_path):
+    r = run_tool(["--gpu=maybe", "-o", str(tmp_path / "out"), script("deterministic.py")])
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == "torchneck: --gpu must be auto, on or off, not 'maybe'", r.stderr
+
+
+@pytest.mark.skipif(KINETO, reason="this torch has Kineto")
+def test_without_kineto_the_window_says_why_and_the_report_stands(tmp_path):
+    profile, truth, report, _ = run_loop(tmp_path, "--gpu=on")
+    w = profile["gpu_window"]
+    assert w["state"] == "unavailable" and "without Kineto" in w["note"], w
+    assert profile["steps"]["count"] == truth["steps"]
+    assert f"GPU window: {w['note']}" in report
+
+
+@needs_kineto
+def test_the_window_records_steady_steps_and_the_cpu_side_stays_right(tmp_path):
+    profile, truth, report, out = run_loop(tmp_path, "--gpu=on", "--gpu-steps=4")
+    w = profile["gpu_window"]
+    assert w["state"] == "recorded", w
+    assert w["activities"] == ["cpu"]
+    assert w["first_step"] >= 2 and w["last_step"] - w["first_step"] + 1 == 4, w
+    # The window's steps, and only they, leave the CPU-side statistics
+    # (per_step is 0-based, the window's steps 1-based).
+    per_step = profile["steps"]["per_step"]
+    in_window = [i + 1 for i, s in enumerate(per_step) if s["gpu_window"]]
+    assert in_window == list(range(w["first_step"], w["last_step"] + 1)), (in_window, w)
+    assert profile["steps"]["gpu_window_steps"] == 4
+    assert "1 warm-up and 4 of the GPU window left out" in report
+    # The CPU side against the script's own clock in the same run.
+    assert profile["steps"]["count"] == truth["steps"]
+    keep = [i for i, s in enumerate(per_step) if s["steady"]]
+    per = truth["per_step_s"]
+    own = 100 * sum(per["data_wait"][i] for i in keep) / sum(per["step"][i] for i in keep)
+    assert abs(profile["steps"]["breakdown_pct"]["data"] - own) <= 5.0, (profile["steps"]["breakdown_pct"], own)
+    # Kineto and our observer both recorded every operator of the window:
+    # the clocks line up on them, to within a microsecond.
+    assert w["aligned_ops"] >= 100, w
+    assert abs(w["alignment_residual_us"]) < 1.0, w
+    # The trace is Kineto's own, in the output folder; it has the window's
+    # operators (the same addmm count as our timeline over its steps: the
+    # model's 5 Linear layers per step, forward).
+    with open(w["trace"]) as f:
+        trace = json.load(f)
+    assert os.path.dirname(w["trace"]) == os.path.join(out, "gpu")
+    addmm = sum(1 for e in trace["traceEvents"] if e.get("cat") == "cpu_op" and e.get("name") == "aten::addmm")
+    assert addmm == 4 * truth["layers"], (addmm, truth["layers"])
+    assert "gpu" not in profile  # CPU activity only: no device to analyse
+    assert "CPU activity only: no device to analyse" in report
+
+
+@needs_kineto
+def test_the_scripts_own_profiler_comes_first(tmp_path):
+    # The script starts torch.profiler at step 7, inside the window (steps
+    # 5.. on this loop): the window closes before, and the script's profiler
+    # sees what it sees under plain Python.
+    plain_truth, tool_truth = str(tmp_path / "plain.json"), str(tmp_path / "tool.json")
+    p = run_plain([script("own_profiler_mid_run.py"), plain_truth])
+    assert p.returncode == 0, p.stderr
+    out = str(tmp_path / "out")
+    r = run_tool(["--gpu=on", "-o", out, script("own_profiler_mid_run.py"), tool_truth])
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(plain_truth) as f, open(tool_truth) as g:
+        assert json.load(f) == json.load(g)
+    w = load_profile(out)["gpu_window"]
+    assert w["state"] in ("recorded", "skipped"), w
+    assert "the script" in w["note"] and "torch.profiler" in w["note"], w
+    if w["state"] == "recorded":
+        assert w["last_step"] <= 7, w
