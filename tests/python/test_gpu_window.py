@@ -125,3 +125,20 @@ def test_the_scripts_own_profiler_comes_first(tmp_path):
     assert "the script" in w["note"] and "torch.profiler" in w["note"], w
     if w["state"] == "recorded":
         assert w["last_step"] <= 7, w
+
+
+@needs_kineto
+def test_a_trace_that_cannot_be_read_is_one_line_and_the_report_stands(tmp_path):
+    out = str(tmp_path / "out")
+    r = run_tool(["--gpu=on", "-o", out, script("broken_gpu_export.py")])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "trained" in r.stdout
+    profile = load_profile(out)
+    w = profile["gpu_window"]
+    assert w["state"] == "failed", w
+    assert w["note"].startswith("the GPU window's trace could not be read: "), w
+    assert [n for n in profile["notes"] if n.startswith("GPU window: ")] == ["GPU window: " + w["note"]]
+    assert profile["steps"]["count"] == 20
+    assert "gpu" not in profile
+    report = r.stdout + r.stderr
+    assert f"GPU window: {w['note']}" in report
