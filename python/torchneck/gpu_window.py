@@ -21,6 +21,7 @@ torch.profiler itself keeps it: the window yields (it is not opened, or it
 is closed before the script's profiler starts), with a note."""
 
 import os
+import sys
 import time
 
 # The last steps agree within this share of their median: warm-up is over.
@@ -43,6 +44,20 @@ def _clock_offset_ns():
         if best is None or b - a < best[0]:
             best = (b - a, (a + b) // 2 - r)
     return best[1]
+
+
+def _cuda_peaks():
+    """torch's CUDA caching allocator's peaks over the run, per device, when
+    the script initialised CUDA (asking never initialises it)."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return [], []
+        n = torch.cuda.device_count()
+        return ([int(torch.cuda.max_memory_allocated(d)) for d in range(n)],
+                [int(torch.cuda.max_memory_reserved(d)) for d in range(n)])
+    except Exception:  # noqa: BLE001 - a fact for the report, never an error
+        return [], []
 
 
 class GpuWindow:
@@ -204,4 +219,5 @@ class GpuWindow:
         w.first_step, w.last_step = self.first_step, self.last_step
         w.start_ns, w.end_ns = self.start_ns, self.end_ns
         w.clock_offset_ns = self.clock_offset_ns
+        w.cuda_peak_allocated, w.cuda_peak_reserved = _cuda_peaks()
         return w

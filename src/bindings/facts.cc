@@ -111,7 +111,9 @@ void bind_facts(py::module_& m) {
       .def_readwrite("last_step", &GpuWindow::last_step)
       .def_readwrite("start_ns", &GpuWindow::start_ns)
       .def_readwrite("end_ns", &GpuWindow::end_ns)
-      .def_readwrite("clock_offset_ns", &GpuWindow::clock_offset_ns);
+      .def_readwrite("clock_offset_ns", &GpuWindow::clock_offset_ns)
+      .def_readwrite("cuda_peak_allocated", &GpuWindow::cuda_peak_allocated)
+      .def_readwrite("cuda_peak_reserved", &GpuWindow::cuda_peak_reserved);
 
   py::class_<RunFacts>(m, "RunFacts")
       .def(py::init<>())

@@ -225,6 +225,10 @@ struct GpuWindow {
   uint64_t aligned_ops = 0;
   int64_t alignment_correction_ns = 0;
   int64_t alignment_residual_ns = 0;
+  // torch's CUDA caching allocator over the whole run, per device the
+  // script used (torch.cuda.max_memory_allocated / max_memory_reserved at
+  // its end); empty when CUDA was never initialised.
+  std::vector<int64_t> cuda_peak_allocated, cuda_peak_reserved;
 };
 
 // A tensor of the user's script whose autograd graph grew between two looks

@@ -344,6 +344,12 @@ void write_gpu_window(JsonWriter& w, const GpuWindow& g) {
   w.field("aligned_ops", g.aligned_ops);
   w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);
   w.field("alignment_residual_us", static_cast<double>(g.alignment_residual_ns) / 1e3);
+  w.key("cuda_peak_allocated_bytes").begin_array();
+  for (int64_t b : g.cuda_peak_allocated) w.value(b);
+  w.end_array();
+  w.key("cuda_peak_reserved_bytes").begin_array();
+  for (int64_t b : g.cuda_peak_reserved) w.value(b);
+  w.end_array();
   w.end_object();
 }
 

@@ -307,6 +307,10 @@ void gpu_window_line(std::string& out, const Run& run) {
   } else {
     appendf(out, "GPU window: %s%s\n", w.note.empty() ? "not recorded" : "", w.note.c_str());
   }
+  for (size_t d = 0; d < w.cuda_peak_allocated.size() && d < w.cuda_peak_reserved.size(); ++d)
+    appendf(out, "  cuda:%zu: torch's caching allocator peaked at %.0f MiB allocated, %.0f MiB reserved over the run\n", d,
+            static_cast<double>(w.cuda_peak_allocated[d]) / (1024.0 * 1024.0),
+            static_cast<double>(w.cuda_peak_reserved[d]) / (1024.0 * 1024.0));
 }
 
 }  // namespace
