@@ -92,7 +92,7 @@ https://ui.perfetto.dev or chrome://tracing.
 """
 
 _RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
-                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--no-gc",
+                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--nvml-interval-ms", "--no-gc",
                 "--top"]
 
 COMMANDS = {c.name: c for c in [
