@@ -214,7 +214,10 @@ struct GrowingGraph {
 
 // A GPU sampled through NVML over the whole run (collect/system/nvml_sampler.h):
 // those CUDA_VISIBLE_DEVICES names, in its order, else every GPU in NVML's
-// order. "GPU k" in the reports is its index in Run::nvml_devices.
+// order. "GPU k" in the reports is its index in Run::nvml_devices: torch's
+// cuda:k when CUDA_VISIBLE_DEVICES is set; without it NVML's order is the
+// PCI bus order, CUDA's too under CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA's
+// default, fastest first, can differ on a machine of mixed GPUs).
 struct NvmlDevice {
   int32_t nvml_index = 0;         // NVML's index of the device
   std::string name;               // "NVIDIA H200"

@@ -172,6 +172,9 @@ void sampler_main(NvmlState* st) {
     }
     sample_all(st, tick);
   }
+  // The last sample, at the end of the run, here rather than in stop(): a
+  // call that hangs then is covered by stop's bounded wait too.
+  sample_all(st, add);
   std::lock_guard<std::mutex> lock(st->mu);
   st->finished = true;
   st->done.notify_all();
@@ -350,7 +353,7 @@ NvmlStart start_nvml_sampler(const NvmlSamplerOptions& options, std::string* err
 void stop_nvml_sampler() {
   NvmlState* st = g_state;
   if (st == nullptr || !st->thread.joinable()) return;
-  if (end_thread(st)) sample_all(st, add);  // the last sample, at the end of the run
+  end_thread(st);  // the thread takes the last sample
 }
 
 bool snapshot_nvml_sampler(Run& run, int64_t wait_ns) {

@@ -52,15 +52,16 @@ enum class NvmlStart {
 
 // Loads NVML, picks the devices and starts the thread (a first sample at once).
 NvmlStart start_nvml_sampler(const NvmlSamplerOptions& options, std::string* error);
-// Takes a last sample, stops the thread and shuts NVML down. Waits at most
-// options.stop_wait_ns for a thread stuck inside an NVML call; such a thread is
-// left behind (with the library loaded) and noted, never joined forever.
+// Stops the thread, which takes a last sample first. Waits at most
+// options.stop_wait_ns for it (it may be stuck inside an NVML call); a
+// thread still stuck then is left behind, with the library loaded, and
+// noted, never joined forever.
 void stop_nvml_sampler();
 // Copies the devices and samples so far into run, without stopping (spills).
 // Waits at most wait_ns for the sampler thread's lock.
 bool snapshot_nvml_sampler(Run& run, int64_t wait_ns);
 // After stop: moves the devices, samples and notes (a GPU lost, a thread
-// left behind) into run and clears them.
+// left behind) into run, clears them, and shuts NVML down.
 void collect_nvml_sampler(Run& run);
 // In a forked child: the thread and the NVML handles are the parent's;
 // forget them and their data.
