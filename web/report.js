@@ -572,7 +572,7 @@
     var MIB = 1024 * 1024;
     var SERIES = [
       { label: 'utilisation %', color: '#2e86c1', value: function (r) { return r[1]; } },
-      { label: 'memory used % of the GPU\u2019s', color: '#e67e22', value: function (r, d) {
+      { label: 'memory used, % of the GPU\u2019s total', color: '#e67e22', value: function (r, d) {
         return r[3] === null || !(d.memory_total_bytes > 0) ? null : 100 * r[3] / d.memory_total_bytes;
       } }
     ];
