@@ -561,6 +561,69 @@
     ], g.top_kernels || [], 'total_ms');
   }
 
+  // --- GPUs over the run (NVML) ----------------------------------------------
+  // One line and one chart per GPU: utilisation and memory used (as a share
+  // of the GPU's memory) on one 0..100 % axis, a gap where NVML read nothing.
+  function renderNvml() {
+    var nv = P.nvml;
+    if (!nv || !nv.sampled || !(nv.devices || []).length) return;
+    byId('s-nvml').hidden = false;
+    var box = byId('nvml-devices');
+    var MIB = 1024 * 1024;
+    var SERIES = [
+      { label: 'utilisation %', color: '#2e86c1', value: function (r) { return r[1]; } },
+      { label: 'memory used, % of the GPU\u2019s total', color: '#e67e22', value: function (r, d) {
+        return r[3] === null || !(d.memory_total_bytes > 0) ? null : 100 * r[3] / d.memory_total_bytes;
+      } }
+    ];
+    nv.devices.forEach(function (d) {
+      var line = ['GPU ' + d.index + ' (' + (d.name || 'unnamed') + ')'];
+      line.push(typeof d.gpu_util_mean_pct === 'number' ? 'utilisation mean ' + fmt(d.gpu_util_mean_pct, 0) + ' %' : 'utilisation unknown');
+      if (typeof d.gpu_util_steady_mean_pct === 'number') line.push('steady steps ' + fmt(d.gpu_util_steady_mean_pct, 0) + ' %');
+      if (typeof d.memory_used_peak_bytes === 'number') line.push('peak memory ' + fmt(d.memory_used_peak_bytes / MIB, 0) + ' MiB' +
+        (d.memory_total_bytes > 0 ? ' of ' + fmt(d.memory_total_bytes / MIB, 0) : ''));
+      if (typeof d.power_mean_mw === 'number') line.push('power ' + fmt(d.power_mean_mw / 1000, 0) + ' W');
+      if (typeof d.sm_clock_min_mhz === 'number' && d.sm_clock_max_mhz > d.sm_clock_min_mhz) line.push('SM clock ' + d.sm_clock_min_mhz + '..' + d.sm_clock_max_mhz + ' MHz');
+      if (d.lost_ms !== null && d.lost_ms !== undefined) line.push('lost at ' + fmt(d.lost_ms / 1000, 2) + ' s');
+      var p = el('p', 'nvml-line', line.join(' \u00b7 '));
+      p.setAttribute('data-device', String(d.index));
+      box.appendChild(p);
+      var chart = el('div', 'chart');
+      chart.id = 'chart-nvml-' + d.index;
+      box.appendChild(chart);
+      var rows = d.series || [];
+      if (rows.length < 2) { empty(chart, 'Fewer than two samples of this GPU.'); return; }
+      var W = widthOf(chart), H = 150, left = 44, right = 12, top = 10, bottom = 26;
+      var pw = W - left - right, ph = H - top - bottom;
+      var t0 = rows[0][0], t1 = rows[rows.length - 1][0];
+      var xs = function (t) { return left + ((t - t0) / Math.max(t1 - t0, 1e-9)) * pw; };
+      var ys = function (pct) { return top + ph - (Math.min(Math.max(pct, 0), 100) / 100) * ph; };
+      var s = svgEl('svg', { width: W, height: H, role: 'img' });
+      [0, 50, 100].forEach(function (f) {
+        s.appendChild(svgEl('line', { x1: left, x2: left + pw, y1: ys(f), y2: ys(f), stroke: '#d8dee4' }));
+        s.appendChild(svgEl('text', { x: left - 4, y: ys(f) + 4, 'text-anchor': 'end' }, f + ' %'));
+      });
+      SERIES.forEach(function (se) {
+        var path = '', pen = false;
+        rows.forEach(function (r) {
+          var v = se.value(r, d);
+          if (v === null || v === undefined) { pen = false; return; }
+          path += (pen ? ' L' : ' M') + xs(r[0]).toFixed(1) + ' ' + ys(v).toFixed(1);
+          pen = true;
+        });
+        if (!path) return;
+        var e = svgEl('path', { d: path.trim(), fill: 'none', stroke: se.color, 'stroke-width': 1.5 });
+        e.setAttribute('data-series', se.label);
+        svgTitle(e, 'GPU ' + d.index + ': ' + se.label);
+        s.appendChild(e);
+      });
+      s.appendChild(svgEl('text', { x: left, y: H - 8 }, fmt(t0 / 1000, 1) + ' s'));
+      s.appendChild(svgEl('text', { x: left + pw, y: H - 8, 'text-anchor': 'end' }, fmt(t1 / 1000, 1) + ' s'));
+      chart.appendChild(s);
+      legend(chart, SERIES.map(function (se) { return { label: se.label, color: se.color }; }));
+    });
+  }
+
   function guard(name, f) {
     try { f(); } catch (e) {
       // A broken section must not take the others with it; the console says which.
@@ -573,6 +636,7 @@
   guard('layers', renderLayers);
   guard('flame', renderFlame);
   guard('gpu', renderGpu);
+  guard('nvml', renderNvml);
   guard('tables', renderTables);
   guard('toc', renderToc);
   document.documentElement.setAttribute('data-rendered', '1');

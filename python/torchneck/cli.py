@@ -92,7 +92,8 @@ https://ui.perfetto.dev or chrome://tracing.
 """
 
 _RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
-                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps", "--no-gc",
+                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps",
+                "--nvml-interval-ms", "--no-gc",
                 "--top"]
 
 COMMANDS = {c.name: c for c in [

@@ -90,6 +90,11 @@ OPTIONS = {o.long: o for o in [
            "MODE", default="auto", choices=GPU_MODES),
     Option(("--gpu-steps",), "gpu_steps", "int", [
         "optimizer steps in the GPU window (default 5)"], "N", 1, 1000, default=5),
+    Option(("--nvml-interval-ms",), "nvml_interval_ms", "int", [
+        "sample each GPU's utilisation, memory, SM clock and",
+        "power through NVML every N ms (default 100; thinned",
+        "as the run grows; nothing without an NVIDIA driver;",
+        "0: off)"], "N", 0, 60000, default=100),
     Option(("--no-gc",), "gc", "flag", ["do not time Python's garbage collections (gc.callbacks)"],
            default=True),
     Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,

@@ -183,6 +183,8 @@ def run(options):
     _torchneck = _load_native()
     out_dir = output.prepare_dir(options.output, target.display)
 
+    # The one switch of the NVML sampler: 0 turns it off, as --gpu=off does.
+    nvml_interval_ms = 0 if options.gpu == "off" else options.nvml_interval_ms
     try:
         session = _torchneck.Session(
             python_mode=options.python_mode,
@@ -194,6 +196,7 @@ def run(options):
             top=options.top,
             memory_interval_ms=options.memory_interval_ms,
             gc=options.gc,
+            nvml_interval_ms=nvml_interval_ms,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)

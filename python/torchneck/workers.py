@@ -113,7 +113,7 @@ def _start(init, worker_id):
 
     session = _torchneck.Session(python_mode=init.python_mode, sample_hz=init.sample_hz, ops=init.ops,
                                  timeline_events_per_thread=16384, modules=False,
-                                 memory_interval_ms=0, gc=False)
+                                 memory_interval_ms=0, gc=False, nvml_interval_ms=0)
     clock = _BatchClock()
     _wrap_fetchers(clock)
     t0 = time.perf_counter()

@@ -5,6 +5,7 @@
 #include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
+#include "analyze/nvml.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"
 #include "model/run.h"
@@ -19,6 +20,7 @@ struct Analysis {
   Diagnosis diagnosis;
   MemoryAnalysis memory;  // resident memory over the run (analyze/memory.h)
   GcAnalysis gc;          // garbage collections
+  NvmlAnalysis nvml;      // the GPUs over the whole run, from NVML (analyze/nvml.h)
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
   std::vector<gpu::GpuReport> gpu;
@@ -42,6 +44,7 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   a.diagnosis = diagnose(in);
   a.memory = in.memory;
   a.gc = in.gc;
+  a.nvml = analyze_nvml(run, a.steps);
   return a;
 }
 

@@ -5,6 +5,7 @@
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
 #include "collect/system/memory_sampler.h"
+#include "collect/system/nvml_sampler.h"
 #include "collect/torch/cpu_allocator.h"
 #include "collect/torch/op_observer.h"
 
@@ -91,6 +92,26 @@ class MemoryCollector final : public Collector {
   std::string allocator_note_;
 };
 
+// The GPUs over the whole run from NVML. On a machine without NVML (no
+// NVIDIA driver: the library is not there) or without a visible GPU it
+// starts as nothing, without a note, so a CPU-only run's report is as
+// before; NVML that is there but fails (no driver loaded) is a note.
+class NvmlCollector final : public Collector {
+ public:
+  explicit NvmlCollector(const CollectorOptions& o) { options_.interval_ns = o.nvml_interval_ms * 1'000'000; }
+  const char* name() const override { return "NVML sampler"; }
+  bool required() const override { return false; }
+  bool python_side() const override { return false; }
+  bool start(std::string* error) override { return start_nvml_sampler(options_, error) != NvmlStart::kFailed; }
+  void stop() override { stop_nvml_sampler(); }
+  bool snapshot(Run& run, int64_t wait_ns) override { return snapshot_nvml_sampler(run, wait_ns); }
+  void collect(Run& run) override { collect_nvml_sampler(run); }
+  void discard() override { discard_nvml_sampler(); }
+
+ private:
+  NvmlSamplerOptions options_;
+};
+
 // The interpreter's garbage collections (gc.callbacks).
 class GcPauseCollector final : public Collector {
  public:
@@ -165,6 +186,7 @@ std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& 
   std::vector<std::unique_ptr<Collector>> list;
   if (o.ops) list.push_back(std::make_unique<OpCollector>(o));
   if (o.memory_interval_ms > 0) list.push_back(std::make_unique<MemoryCollector>(o));
+  if (o.nvml_interval_ms > 0) list.push_back(std::make_unique<NvmlCollector>(o));
   if (o.modules) list.push_back(std::make_unique<ModuleScopeCollector>());
   if (o.gc) list.push_back(std::make_unique<GcPauseCollector>());
   switch (o.python_mode) {

@@ -21,11 +21,14 @@ struct CollectorOptions {
   size_t timeline_events_per_thread = size_t{1} << 19;
   double shape_sample_prob = 0.05;
   int64_t memory_interval_ms = 100;  // resident memory sampling, 0: off
+  // GPU sampling through NVML, 0: off (the one switch: --nvml-interval-ms=0,
+  // DataLoader workers, and a run with the GPU side off all set it to 0).
+  int64_t nvml_interval_ms = 100;
   bool gc = true;                    // garbage collections (gc.callbacks)
 };
 
 // In start order (collect/collector.h): the operator observer, the memory
-// sampler, the module scopes, the GC pauses, then the Python sampler or
+// sampler, the NVML sampler, the module scopes, the GC pauses, then the Python sampler or
 // tracer.
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& options);
 

@@ -287,8 +287,9 @@ PYBIND11_MODULE(_torchneck, m) {
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
                        int64_t timeline_steps, int64_t trace_steps, size_t top, int64_t memory_interval_ms,
-                       bool gc) {
+                       bool gc, int64_t nvml_interval_ms) {
              if (memory_interval_ms < 0) throw std::invalid_argument("memory_interval_ms must be >= 0");
+             if (nvml_interval_ms < 0) throw std::invalid_argument("nvml_interval_ms must be >= 0");
              SessionOptions o;
              o.trace_steps = trace_steps;
              o.timeline_steps = timeline_steps;
@@ -301,13 +302,15 @@ PYBIND11_MODULE(_torchneck, m) {
              o.collect.shape_sample_prob = shape_sample_prob;
              o.collect.memory_interval_ms = memory_interval_ms;
              o.collect.gc = gc;
+             o.collect.nvml_interval_ms = nvml_interval_ms;
              return new Session(o);
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
            py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = 15,
-           py::arg("memory_interval_ms") = 100, py::arg("gc") = true)
+           py::arg("memory_interval_ms") = 100, py::arg("gc") = true,
+           py::arg("nvml_interval_ms") = 100)
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("first_s") = 1.0,
            py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)

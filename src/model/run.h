@@ -247,6 +247,32 @@ struct GrowingGraph {
   int64_t step_last = 0;
 };
 
+// A GPU sampled through NVML over the whole run (collect/system/nvml_sampler.h):
+// those CUDA_VISIBLE_DEVICES names, in its order, else every GPU in NVML's
+// order. "GPU k" in the reports is its index in Run::nvml_devices: torch's
+// cuda:k when CUDA_VISIBLE_DEVICES is set; without it NVML's order is the
+// PCI bus order, CUDA's too under CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA's
+// default, fastest first, can differ on a machine of mixed GPUs).
+struct NvmlDevice {
+  int32_t nvml_index = 0;         // NVML's index of the device
+  std::string name;               // "NVIDIA H200"
+  std::string uuid;               // "GPU-5c1f..."
+  int64_t mem_total_bytes = -1;   // -1 unknown
+  int64_t lost_t_ns = -1;         // when NVML said the GPU was lost (NVML_ERROR_GPU_IS_LOST), -1 never
+};
+
+// One GPU at one instant (every --nvml-interval-ms, thinned by halving when
+// its buffer fills, as MemorySample): -1 for a field whose NVML call failed.
+struct NvmlSample {
+  int64_t t_ns = 0;             // monotonic clock, as OpEvent and MemorySample
+  uint32_t device = 0;          // index into Run::nvml_devices
+  int32_t gpu_util_pct = -1;    // share of the last period a kernel ran (nvmlDeviceGetUtilizationRates)
+  int32_t mem_util_pct = -1;    // share of it device memory was read or written
+  int32_t sm_clock_mhz = -1;
+  int64_t mem_used_bytes = -1;  // device memory in use, by every process
+  int64_t power_mw = -1;
+};
+
 struct Run {
   RunInfo run;
   EnvFacts env;
@@ -296,6 +322,12 @@ struct Run {
   bool gc_observed = false;  // gc.callbacks was watched (false: nothing known)
   std::vector<GrowingGraph> growing_graphs;
   GpuWindow gpu_window;  // mode empty: not a live run, or a launcher without it
+  // The GPUs over the whole run from NVML (models above): empty on a machine
+  // without NVML, with --nvml-interval-ms=0, and for an ingested trace.
+  // Samples by time, the devices of one instant in device order.
+  std::vector<NvmlDevice> nvml_devices;
+  std::vector<NvmlSample> nvml;
+  int64_t nvml_interval_ns = 0;  // the sampler's period at the end of the run (it doubles when thinned)
 };
 
 }  // namespace torchneck

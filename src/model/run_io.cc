@@ -15,8 +15,9 @@ namespace {
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
-// growing autograd graphs, the data wait's CPU time.
-constexpr uint32_t kVersion = 6;
+// growing autograd graphs, the data wait's CPU time; 7: NVML devices and
+// samples.
+constexpr uint32_t kVersion = 7;
 
 class Writer {
  public:
@@ -322,6 +323,50 @@ void get_memory_and_gc(Reader& r, Run& run) {
   }
 }
 
+void put_nvml(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.nvml_devices.size());
+  for (const auto& d : run.nvml_devices) {
+    w.num(d.nvml_index);
+    w.str(d.name);
+    w.str(d.uuid);
+    w.num(d.mem_total_bytes);
+    w.num(d.lost_t_ns);
+  }
+  w.num<uint64_t>(run.nvml.size());
+  for (const auto& s : run.nvml) {
+    w.num(s.t_ns);
+    w.num(s.device);
+    w.num(s.gpu_util_pct);
+    w.num(s.mem_util_pct);
+    w.num(s.sm_clock_mhz);
+    w.num(s.mem_used_bytes);
+    w.num(s.power_mw);
+  }
+  w.num(run.nvml_interval_ns);
+}
+
+void get_nvml(Reader& r, Run& run) {
+  run.nvml_devices.resize(r.count(36));
+  for (auto& d : run.nvml_devices) {
+    d.nvml_index = r.num<int32_t>();
+    d.name = r.str();
+    d.uuid = r.str();
+    d.mem_total_bytes = r.num<int64_t>();
+    d.lost_t_ns = r.num<int64_t>();
+  }
+  run.nvml.resize(r.count(40));
+  for (auto& s : run.nvml) {
+    s.t_ns = r.num<int64_t>();
+    s.device = r.index(run.nvml_devices.size(), "NVML sample device");
+    s.gpu_util_pct = r.num<int32_t>();
+    s.mem_util_pct = r.num<int32_t>();
+    s.sm_clock_mhz = r.num<int32_t>();
+    s.mem_used_bytes = r.num<int64_t>();
+    s.power_mw = r.num<int64_t>();
+  }
+  run.nvml_interval_ns = r.num<int64_t>();
+}
+
 }  // namespace
 
 std::string encode_run(const Run& run) {
@@ -432,6 +477,7 @@ std::string encode_run(const Run& run) {
   }
   w.num(run.dropped_py_frames);
   put_memory_and_gc(w, run);
+  put_nvml(w, run);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -556,6 +602,7 @@ Run decode_run(const std::string& bytes) {
   }
   run.dropped_py_frames = r.num<uint64_t>();
   get_memory_and_gc(r, run);
+  get_nvml(r, run);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

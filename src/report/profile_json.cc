@@ -419,6 +419,74 @@ void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
   w.end_object();
 }
 
+// The GPUs over the run from NVML (analyze/nvml.h): the devices, each one's
+// summary and its samples, [ms, gpu %, memory %, used bytes, SM MHz, power
+// mW] with null for a figure NVML could not read; ms on the memory
+// series' clock (since its first sample; since the first GPU sample when
+// memory was not sampled).
+void write_nvml(JsonWriter& w, const Run& run, const NvmlAnalysis& a) {
+  w.key("nvml").begin_object();
+  w.field("sampled", a.sampled);
+  w.field("interval_ms", ns_to_ms(a.interval_ns));
+  const int64_t t0 = !run.memory.empty() ? run.memory.front().t_ns : !run.nvml.empty() ? run.nvml.front().t_ns : 0;
+  auto value_or_null = [&w](int64_t v) {
+    if (v >= 0) w.value(v);
+    else w.null();
+  };
+  auto mean_or_null = [&w](const char* key, double v) {
+    w.key(key);
+    if (v >= 0) w.value(v);
+    else w.null();
+  };
+  w.key("devices").begin_array();
+  for (size_t k = 0; k < run.nvml_devices.size() && k < a.devices.size(); ++k) {
+    const NvmlDevice& d = run.nvml_devices[k];
+    const NvmlDeviceSummary& s = a.devices[k];
+    w.begin_object();
+    w.field("index", static_cast<int64_t>(k));
+    w.field("nvml_index", static_cast<int64_t>(d.nvml_index));
+    w.field("name", d.name);
+    w.field("uuid", d.uuid);
+    w.key("memory_total_bytes");
+    value_or_null(d.mem_total_bytes);
+    w.key("lost_ms");
+    if (d.lost_t_ns >= 0) w.value(ns_to_ms(d.lost_t_ns - t0));
+    else w.null();
+    w.field("samples", static_cast<uint64_t>(s.samples));
+    mean_or_null("gpu_util_mean_pct", s.gpu_util_mean);
+    mean_or_null("gpu_util_steady_mean_pct", s.gpu_util_steady_mean);
+    w.field("steady_samples", static_cast<uint64_t>(s.steady_samples));
+    w.key("gpu_util_peak_pct");
+    value_or_null(s.gpu_util_peak);
+    mean_or_null("mem_util_mean_pct", s.mem_util_mean);
+    w.key("memory_used_peak_bytes");
+    value_or_null(s.mem_used_peak);
+    mean_or_null("power_mean_mw", s.power_mean_mw);
+    w.key("power_peak_mw");
+    value_or_null(s.power_peak_mw);
+    w.key("sm_clock_min_mhz");
+    value_or_null(s.sm_clock_min);
+    w.key("sm_clock_max_mhz");
+    value_or_null(s.sm_clock_max);
+    w.key("series").begin_array();
+    for (const NvmlSample& x : run.nvml) {
+      if (x.device != k) continue;
+      w.begin_array();
+      w.value(ns_to_ms(x.t_ns - t0));
+      value_or_null(x.gpu_util_pct);
+      value_or_null(x.mem_util_pct);
+      value_or_null(x.mem_used_bytes);
+      value_or_null(x.sm_clock_mhz);
+      value_or_null(x.power_mw);
+      w.end_array();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 void write_gc(JsonWriter& w, const GcAnalysis& g, size_t kept) {
   w.key("gc").begin_object();
   w.field("observed", g.observed);
@@ -499,6 +567,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   write_memory(w, run, analysis.memory);
   write_gc(w, analysis.gc, run.gc_pauses.size());
   write_gpu_window(w, run.gpu_window);
+  write_nvml(w, run, analysis.nvml);
   if (!analysis.gpu.empty()) {
     w.key("gpu");
     write_gpu_json(w, analysis.gpu.front());

@@ -235,6 +235,30 @@ void memory_section(std::string& out, const MemoryAnalysis& m, const GcAnalysis&
   }
 }
 
+// The GPUs over the whole run from NVML (analyze/nvml.h): one line each.
+void nvml_section(std::string& out, const Run& run, const NvmlAnalysis& a) {
+  if (!a.sampled) return;
+  const double mib = 1024.0 * 1024.0;
+  out += "\n";
+  for (size_t k = 0; k < run.nvml_devices.size() && k < a.devices.size(); ++k) {
+    const NvmlDevice& d = run.nvml_devices[k];
+    const NvmlDeviceSummary& s = a.devices[k];
+    appendf(out, "GPU %zu (%s): utilisation ", k, d.name.empty() ? "unnamed" : d.name.c_str());
+    if (s.gpu_util_mean >= 0) appendf(out, "mean %.0f %%", s.gpu_util_mean);
+    else out += "unknown";
+    if (s.gpu_util_steady_mean >= 0) appendf(out, " (steady steps %.0f %%)", s.gpu_util_steady_mean);
+    if (s.mem_used_peak >= 0) {
+      appendf(out, ", peak memory %.0f MiB", static_cast<double>(s.mem_used_peak) / mib);
+      if (s.mem_total > 0) appendf(out, " of %.0f", static_cast<double>(s.mem_total) / mib);
+    }
+    if (s.power_mean_mw >= 0) appendf(out, ", power %.0f W", s.power_mean_mw / 1000.0);
+    if (s.sm_clock_min >= 0 && s.sm_clock_max > s.sm_clock_min)
+      appendf(out, ", SM clock %d..%d MHz", s.sm_clock_min, s.sm_clock_max);
+    if (d.lost_t_ns >= 0) out += ", lost during the run";
+    appendf(out, " (%zu samples)\n", s.samples);
+  }
+}
+
 // What the collectors saw of torch.compile (analyze/compiled.h).
 void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnalysis& steps) {
   if (!c.seen) return;
@@ -350,6 +374,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   verdict_and_findings(out, analysis.diagnosis);
   step_breakdown(out, analysis.steps);
   memory_section(out, analysis.memory, analysis.gc);
+  nvml_section(out, run, analysis.nvml);
   compiled_section(out, analysis.compiled, analysis.steps);
   layers_table(out, analysis.layers);
   out += "\n";

@@ -406,10 +406,13 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
       out.done(p);
     }
   }
-  for (const std::string& m : memory_events(run, b.main_pid, b.base, w.start, w.end)) {
-    char* p = sep(out.room(m.size() + 2));
-    out.done(put(p, m));
-  }
+  const std::vector<std::string> memory = memory_events(run, b.main_pid, b.base, w.start, w.end);
+  const std::vector<std::string> nvml = nvml_events(run, b.main_pid, b.base, w.start, w.end);
+  for (const auto* events : {&memory, &nvml})
+    for (const std::string& m : *events) {
+      char* p = sep(out.room(m.size() + 2));
+      out.done(put(p, m));
+    }
   std::string tail;
   if (w.limited) {
     if (!first) tail += ",\n";

@@ -31,6 +31,8 @@ constexpr int64_t kPythonTidBase = 1000000000;
 // The main process's memory tracks (trace_json_memory.cc).
 constexpr int64_t kMemoryTid = 999999997;
 constexpr int64_t kGcTid = 999999998;
+// The main process's GPU counters from NVML (trace_json_nvml.cc).
+constexpr int64_t kNvmlTid = 999999996;
 // GPU processes: kGpuPidBase + device.
 constexpr int64_t kGpuPidBase = 1000000;
 
@@ -124,6 +126,35 @@ struct TraceBuilder {
 // records, ts relative to base.
 std::vector<std::string> memory_events(const Run& run, int64_t pid, int64_t base, int64_t window_start,
                                        int64_t window_end);
+
+// Each GPU's NVML counters ("C": "GPU k utilisation (%)", "GPU k memory
+// (MiB)", "GPU k power (W)", "GPU k SM clock (MHz)") in the same window,
+// in the main process (trace_json_nvml.cc).
+std::vector<std::string> nvml_events(const Run& run, int64_t pid, int64_t base, int64_t window_start,
+                                     int64_t window_end);
+
+// A track's name and sort index ("M" records) for a synthetic tid.
+void track_name(std::vector<std::string>& out, int64_t pid, int64_t tid, const char* name, int sort_index);
+
+// The samples `keep` accepts that lie in [from, to], by time, each as
+// emit(ts_ns, sample); first the last one before `from`, at `from`, so that
+// a counter track starts at the window's left edge.
+template <typename Sample, typename Keep, typename Emit>
+void counters_in_window(const std::vector<Sample>& samples, int64_t from, int64_t to, Keep keep, Emit emit) {
+  size_t n = 0;
+  const Sample* before = nullptr;
+  for (const Sample& s : samples) {
+    if (!keep(s)) continue;
+    if (s.t_ns < from) {
+      before = &s;
+      continue;
+    }
+    if (s.t_ns > to) break;
+    if (n++ == 0 && before != nullptr) emit(from, *before);
+    emit(s.t_ns, s);
+  }
+  if (n == 0 && before != nullptr && from <= to) emit(from, *before);
+}
 
 size_t nest(std::vector<Slice>& slices);
 std::string cut_name(std::string_view name, size_t max_chars);

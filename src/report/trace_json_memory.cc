@@ -23,6 +23,8 @@ void counter(std::vector<std::string>& out, int64_t pid, int64_t ts_ns, const Me
   out.push_back(std::move(e));
 }
 
+}  // namespace
+
 void track_name(std::vector<std::string>& out, int64_t pid, int64_t tid, const char* name, int sort_index) {
   std::string e;
   appendf(e, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{\"name\":\"%s\"}}",
@@ -34,26 +36,13 @@ void track_name(std::vector<std::string>& out, int64_t pid, int64_t tid, const c
   out.push_back(std::move(e));
 }
 
-}  // namespace
-
 std::vector<std::string> memory_events(const Run& run, int64_t pid, int64_t base, int64_t window_start,
                                        int64_t window_end) {
   std::vector<std::string> out;
   const int64_t from = std::max(base, window_start);
-  // The samples inside the window, and the value at its start (the last
-  // sample before it), so that the track starts at the left edge.
-  size_t n = 0;
-  const MemorySample* before = nullptr;
-  for (const MemorySample& s : run.memory) {
-    if (s.t_ns < from) {
-      before = &s;
-      continue;
-    }
-    if (s.t_ns > window_end) break;
-    if (n++ == 0 && before != nullptr) counter(out, pid, from - base, *before);
-    counter(out, pid, s.t_ns - base, s);
-  }
-  if (n == 0 && before != nullptr && from <= window_end) counter(out, pid, from - base, *before);
+  counters_in_window(
+      run.memory, from, window_end, [](const MemorySample&) { return true; },
+      [&](int64_t t, const MemorySample& s) { counter(out, pid, t - base, s); });
   if (!out.empty()) track_name(out, pid, kMemoryTid, "Memory", 3);
   size_t pauses = 0;
   for (const GcPause& p : run.gc_pauses) {

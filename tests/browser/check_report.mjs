@@ -7,7 +7,7 @@
 //
 // Observations: console errors, page errors, dialogs, every request that is
 // not the page itself, the verdict text, each chart's rendered size and
-// content, a flame-graph zoom (widths before and after a click) and search,
+// content, the NVML GPU lines and series, a flame-graph zoom (widths before and after a click) and search,
 // table sorting (column values read back from the DOM), window.__pwned (set
 // only by a hostile name that managed to run), and screenshots in OUT_DIR.
 import { chromium } from 'playwright-core';
@@ -82,6 +82,12 @@ try {
     return { id: c.id, width: r.width, height: r.height, drawn: drawn.length, empty: c.querySelector('.empty') ? c.querySelector('.empty').textContent : null };
   }));
   obs.gpuSectionVisible = await page.$eval('#s-gpu', (s) => !s.hidden);
+  obs.nvmlSectionVisible = await page.$eval('#s-nvml', (s) => !s.hidden);
+  obs.nvmlLines = await page.$$eval('#nvml-devices .nvml-line', (ps) => ps.map((p) => p.textContent));
+  obs.nvmlSeries = await page.$$eval('#nvml-devices svg path[data-series]', (ps) => ps.map((p) => ({
+    chart: p.closest('.chart').id, series: p.getAttribute('data-series'),
+    points: (p.getAttribute('d').match(/[ML]/g) || []).length, moves: (p.getAttribute('d').match(/M/g) || []).length,
+  })));
 
   await page.screenshot({ path: join(outDir, 'report-top.png') });
   obs.screenshots.push(join(outDir, 'report-top.png'));

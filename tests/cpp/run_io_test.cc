@@ -102,6 +102,9 @@ Run full_run() {
   r.gc.dropped = 8;
   r.gc_observed = true;
   r.growing_graphs = {{"total_loss", "train", "/w/train.py", 42, "total_loss += loss", 6, 156, 20000, 2, 32}};
+  r.nvml_devices = {{3, "NVIDIA H200", "GPU-5c1f", 150'000'000'000, -1}, {1, "NVIDIA H200", "GPU-77aa", -1, 205}};
+  r.nvml = {{5, 0, 87, 40, 1980, 60'000'000'000, 512'000}, {5, 1, -1, -1, -1, -1, -1}, {105, 0, 90, 41, 1755, -1, 690'000}};
+  r.nvml_interval_ns = 100'000'000;
   return r;
 }
 
@@ -144,6 +147,19 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.growing_graphs.at(0).code, "total_loss += loss");
   EXPECT_EQ(after.growing_graphs.at(0).line, 42);
   EXPECT_EQ(after.growing_graphs.at(0).step_last, 32);
+  ASSERT_EQ(after.nvml_devices.size(), 2u);
+  EXPECT_EQ(after.nvml_devices.at(0).nvml_index, 3);
+  EXPECT_EQ(after.nvml_devices.at(0).uuid, "GPU-5c1f");
+  EXPECT_EQ(after.nvml_devices.at(0).mem_total_bytes, 150'000'000'000);
+  EXPECT_EQ(after.nvml_devices.at(1).lost_t_ns, 205);
+  ASSERT_EQ(after.nvml.size(), 3u);
+  EXPECT_EQ(after.nvml.at(1).device, 1u);
+  EXPECT_EQ(after.nvml.at(1).gpu_util_pct, -1);
+  EXPECT_EQ(after.nvml.at(2).sm_clock_mhz, 1755);
+  EXPECT_EQ(after.nvml.at(2).mem_used_bytes, -1);
+  EXPECT_EQ(after.nvml.at(2).power_mw, 690'000);
+  EXPECT_EQ(after.nvml.at(0).mem_used_bytes, 60'000'000'000);
+  EXPECT_EQ(after.nvml_interval_ns, 100'000'000);
   SummaryOptions o;
   EXPECT_EQ(profile_json(after, analyze(after, o)), profile_json(before, analyze(before, o)));
 }

@@ -103,6 +103,7 @@ def test_every_chart_has_rendered_content(heavy):
     _, _, profile, obs = heavy
     charts = {c["id"]: c for c in obs["charts"]}
     assert {"chart-steps", "chart-layers", "chart-flame"} <= set(charts)
+    assert not obs["nvmlSectionVisible"]  # no NVML on a CPU-only machine: no GPU section
     for c in charts.values():
         assert c["empty"] is None, c
         assert c["width"] > 0 and c["height"] > 0 and c["drawn"] > 0, c

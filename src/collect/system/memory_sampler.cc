@@ -10,40 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "collect/system/lock_within.h"
 #include "core/clock.h"
 
 namespace torchneck {
-
-MemorySeries::MemorySeries(size_t capacity) : capacity_(capacity < 2 ? 2 : capacity & ~size_t{1}) {
-  samples_.reserve(capacity_);
-}
-
-void MemorySeries::make_room() {
-  if (samples_.size() < capacity_) return;
-  // Keep samples 0, 2, 4, ...: the first one stays, and the kept ones are
-  // again evenly spaced, at twice the interval.
-  size_t j = 0;
-  for (size_t i = 0; i < samples_.size(); i += 2) samples_[j++] = samples_[i];
-  samples_.resize(j);
-  stride_ *= 2;
-}
-
-void MemorySeries::tick(const MemorySample& s) {
-  if (ticks_++ % stride_ != 0) return;
-  make_room();
-  samples_.push_back(s);
-}
-
-void MemorySeries::add(const MemorySample& s) {
-  make_room();
-  samples_.push_back(s);
-}
-
-void MemorySeries::clear() {
-  samples_.clear();
-  stride_ = 1;
-  ticks_ = 0;
-}
 
 namespace {
 
@@ -150,11 +120,7 @@ bool snapshot_memory_sampler(Run& run, int64_t wait_ns) {
   SamplerState* st = g_state;
   if (st == nullptr) return true;
   std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
-  const int64_t deadline = now_ns() + wait_ns;
-  while (!lock.try_lock()) {
-    if (now_ns() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  if (!lock_within(lock, wait_ns)) return false;
   run.memory = st->series.samples();
   run.memory_interval_ns = st->options.interval_ns * st->series.stride();
   return true;

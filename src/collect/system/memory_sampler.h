@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collect/system/thinned_series.h"
 #include "model/run.h"
 
 namespace torchneck {
@@ -25,26 +26,9 @@ struct MemorySamplerOptions {
   int64_t (*torch_allocated)() = nullptr;
 };
 
-// The samples kept, thinned by halving when full: the part of the sampler
-// that needs no thread, for tests.
-class MemorySeries {
- public:
-  explicit MemorySeries(size_t capacity);
-  // A tick of the base interval; kept when it falls on the current stride.
-  void tick(const MemorySample& s);
-  // Keeps s whatever the stride (the first and last samples of the run).
-  void add(const MemorySample& s);
-  const std::vector<MemorySample>& samples() const { return samples_; }
-  int64_t stride() const { return stride_; }  // base intervals between kept samples
-  void clear();
-
- private:
-  void make_room();
-  size_t capacity_;
-  std::vector<MemorySample> samples_;
-  int64_t stride_ = 1;
-  int64_t ticks_ = 0;
-};
+// The samples kept, thinned by halving when full (thinned_series.h): the
+// part of the sampler that needs no thread, for tests.
+using MemorySeries = ThinnedSeries<MemorySample>;
 
 // Resident bytes of this process now (/proc/self/statm), -1 when unreadable.
 int64_t resident_bytes();
