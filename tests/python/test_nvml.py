@@ -126,3 +126,12 @@ def test_without_nvml_the_report_has_no_gpu_and_no_note(tmp_path):
     assert not profile["nvml"]["sampled"] and profile["nvml"]["devices"] == []
     assert not any("NVML" in n for n in profile["notes"]), profile["notes"]
     assert "GPU 0 (" not in report and "NVML" not in report, report
+
+
+def test_gpu_off_turns_nvml_off_too(tmp_path):
+    # GIVEN a working (stand-in) NVML, WHEN the run says --gpu=off
+    profile, report = run_with(tmp_path, scripted(tmp_path, SCRIPT), "--gpu=off", "--nvml-interval-ms=20")
+    # THEN no GPU is sampled, and the report says why in its one GPU line
+    assert not profile["nvml"]["sampled"], profile["nvml"]
+    assert "GPU: not collected (--gpu=off)" in report
+    assert "Stand-in A" not in report
