@@ -245,9 +245,9 @@ def run(options):
         _uninstall_sigterm(sigterm_handler)
         session.stop()
         wall = time.perf_counter() - t0
-        window.finish(graphs.steps)
         main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
         process_cpu = time.process_time() - process_cpu0
+        window.finish(graphs.steps)  # the trace's export is not the script's time
         worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         facts.uninstall()
         graphs.uninstall()
