@@ -48,6 +48,7 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options) {
   std::vector<gpu::GpuReport> reports;
   reports.push_back(gpu::gpu_report(window));
   reports.front().path = w.trace_path;
+  reports.front().sync_sites = gpu::sync_sites(run, window.activities);
   const std::vector<GpuLaunch> launches = gpu::gpu_launches(run, window.activities);
   return analyze(run, options, std::move(reports), &launches);
 }

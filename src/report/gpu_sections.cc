@@ -111,6 +111,10 @@ void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
   for (const auto& s : g.syncs)
     w.begin_object().field("what", s.what).field("context", s.context).field("calls", s.calls).field("total_us", us(static_cast<double>(s.total_ns))).end_object();
   w.end_array();
+  w.key("sync_sites").begin_array();  // a live run's window: where in the script
+  for (const auto& s : r.sync_sites)
+    w.begin_object().field("where", s.where).field("calls", s.calls).field("total_us", us(static_cast<double>(s.total_ns))).end_object();
+  w.end_array();
   w.key("memory").begin_object();
   w.key("peak_allocated_bytes");
   g.peak_allocated < 0 ? w.null() : w.value(g.peak_allocated);

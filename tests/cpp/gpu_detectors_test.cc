@@ -109,6 +109,11 @@ TEST(GpuDetectors, HostSyncFromBlockedTimeShare) {
   ASSERT_EQ(gpu_findings(r).size(), 1u);
   EXPECT_EQ(gpu_findings(r)[0].severity, Severity::kHigh);
   EXPECT_NE(gpu_findings(r)[0].title.find("21.0 % of the trace"), std::string::npos) << gpu_findings(r)[0].title;
+  // A live run's window says where in the script the calls came from.
+  r.sync_sites.push_back(SyncSite{"train.py:30(train)", 100, 200'000'000});
+  const auto f = gpu_findings(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.back(), "in the script: train.py:30(train), 100 synchronising calls, 200 ms") << f[0].evidence.back();
 }
 
 TEST(GpuDetectors, NoMixedPrecisionOnlyOnNvidiaWithTensorCoresUnused) {

@@ -178,6 +178,50 @@ TEST(GpuWindow, TheWindowsStepsLeaveTheCpuStatistics) {
   EXPECT_EQ(analyze_steps(rb.run).gpu_window_steps, 0u);
 }
 
+TEST(GpuWindow, SynchronisingCallsAreNamedByTheScriptFunctionThatMadeThem) {
+  // GIVEN the sampler's stacks on the main thread: train() -> loss.item()
+  // inside torch until 40 us, then log_metrics() -> torch until 100 us
+  Window w = window();
+  auto fn = [&](const std::string& f, const std::string& file, int line) {
+    PyFunctionStats p;
+    p.function = f;
+    p.file = file;
+    p.line = line;
+    w.run.python.push_back(p);
+    return static_cast<uint32_t>(w.run.python.size() - 1);
+  };
+  const uint32_t mod = fn("<module>", "/home/u/train.py", 1), train = fn("train", "/home/u/train.py", 30),
+                 item = fn("item", "/usr/lib/python3/dist-packages/torch/_tensor.py", 900),
+                 log = fn("log_metrics", "/home/u/metrics.py", 12),
+                 len_ = fn("<built-in method len>", "~", 0);
+  w.run.python[len_].builtin = true;
+  w.run.stacks.push_back(SampledStack{0, {mod, train, item}, 1, 0});
+  w.run.stacks.push_back(SampledStack{0, {mod, train, log, len_}, 1, 0});
+  for (int64_t t = 0; t < 100 * kUs; t += 5 * kUs)
+    w.run.samples.push_back(PySample{t, 0, t < 40 * kUs ? 0u : 1u, 5 * kUs});
+  // AND three synchronising calls on the main thread (two inside the first
+  // stack's time, one in the second's), one on the autograd thread (no
+  // samples there), one far beyond any sample, and a launch (not a sync)
+  Activities& a = w.activities;
+  add(a, ActivityKind::kRuntime, "cudaStreamSynchronize", 10 * kUs, 2 * kUs, 100, -1);
+  add(a, ActivityKind::kRuntime, "cudaMemcpy", 30 * kUs, 3 * kUs, 100, -1);
+  add(a, ActivityKind::kRuntime, "cudaDeviceSynchronize", 60 * kUs, 4 * kUs, 100, -1);
+  add(a, ActivityKind::kRuntime, "cudaStreamSynchronize", 60 * kUs, 4 * kUs, 101, -1);
+  add(a, ActivityKind::kRuntime, "cudaStreamSynchronize", 500'000 * kUs, 4 * kUs, 100, -1);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 20 * kUs, kUs, 100, 77);
+  gpu::shift_activities(a, kKinetoBehind);
+  // WHEN the sites are found
+  const auto sites = gpu::sync_sites(w.run, a);
+  // THEN train() made two (5 us), log_metrics() one (4 us): the innermost
+  // frame outside torch and built-ins, by time
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].where, "train.py:30(train)");
+  EXPECT_EQ(sites[0].calls, 2u);
+  EXPECT_EQ(sites[0].total_ns, 5 * kUs);
+  EXPECT_EQ(sites[1].where, "metrics.py:12(log_metrics)");
+  EXPECT_EQ(sites[1].calls, 1u);
+}
+
 TEST(GpuWindow, TheTracesBaseTimeIsRead) {
   // torch 2.x writes ts relative to baseTimeNanoseconds, after the events
   const std::string text =

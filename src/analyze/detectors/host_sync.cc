@@ -26,6 +26,11 @@ void detect_host_sync(const DiagnosisInput& in, std::vector<Finding>& out) {
   for (size_t i = 0; i < g.syncs.size() && i < kSyncPointsShown; ++i)
     f.evidence.push_back(g.syncs[i].what + " x" + std::to_string(g.syncs[i].calls) + " from " + g.syncs[i].context +
                          ": " + fmt_ms(g.syncs[i].total_ns));
+  for (size_t i = 0; i < in.gpu->sync_sites.size() && i < kSyncPointsShown; ++i) {
+    const gpu::SyncSite& site = in.gpu->sync_sites[i];
+    f.evidence.push_back("in the script: " + site.where + ", " + std::to_string(site.calls) + " synchronising call" +
+                         (site.calls == 1 ? "" : "s") + ", " + fmt_ms(site.total_ns));
+  }
   f.recommendation = "Remove synchronisation from the training loop: no .item(), .cpu(), print(tensor) or "
                      "torch.cuda.synchronize() per step (accumulate losses on the GPU, read them every N steps)";
   f.estimated_gain_pct = 100.0 * s;

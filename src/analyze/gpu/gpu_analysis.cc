@@ -14,13 +14,6 @@ using Event = Activity;
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 bool starts_with(std::string_view s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
-// Runtime calls that block the CPU until the device catches up.
-bool synchronising_call(std::string_view n) {
-  return n == "cudaDeviceSynchronize" || n == "cudaStreamSynchronize" || n == "cudaEventSynchronize" ||
-         n == "cudaMemcpy" || n == "cudaStreamWaitEvent" || n == "hipDeviceSynchronize" ||
-         n == "hipStreamSynchronize" || n == "hipEventSynchronize" || n == "hipMemcpy";
-}
-
 bool launch_call(std::string_view n) {
   return contains(n, "LaunchKernel") || contains(n, "LaunchCooperativeKernel") || n == "cuLaunchKernel" ||
          contains(n, "hipModuleLaunchKernel") || contains(n, "hipExtModuleLaunchKernel") ||
@@ -40,6 +33,12 @@ bool is_tensor_core_kernel(const std::string& name) {
   for (const char* p : kPatterns)
     if (name.find(p) != std::string::npos) return true;
   return false;
+}
+
+bool synchronising_call(std::string_view n) {
+  return n == "cudaDeviceSynchronize" || n == "cudaStreamSynchronize" || n == "cudaEventSynchronize" ||
+         n == "cudaMemcpy" || n == "cudaStreamWaitEvent" || n == "hipDeviceSynchronize" ||
+         n == "hipStreamSynchronize" || n == "hipEventSynchronize" || n == "hipMemcpy";
 }
 
 GpuFacts gpu_facts(const Run& run, size_t top) {

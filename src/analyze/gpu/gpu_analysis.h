@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/run.h"
@@ -83,6 +84,9 @@ inline constexpr int64_t kShortKernelNs = 10'000;
 inline constexpr int64_t kLaunchDelayOutlierNs = 1'000'000;
 
 GpuFacts gpu_facts(const Run& run, size_t top = 15);
+
+// Runtime calls that block the CPU until the device catches up.
+bool synchronising_call(std::string_view name);
 
 bool is_tensor_core_kernel(const std::string& name);
 

@@ -16,6 +16,13 @@
 
 namespace torchneck::gpu {
 
+// Where in the script synchronising calls came from (a live run's window).
+struct SyncSite {
+  std::string where;  // "train.py:30(train)": file (short), line of the function's def, function
+  uint64_t calls = 0;
+  int64_t total_ns = 0;
+};
+
 struct GpuReport {
   std::string path;
   int64_t rank = -1;
@@ -26,6 +33,9 @@ struct GpuReport {
   // The GPU detectors' findings on this rank alone (the first rank's also
   // go into the run's diagnosis: analysis.h, add_gpu_reports).
   std::vector<Finding> findings;
+  // A live run's window only (gpu/live_window.h, sync_sites): where in the
+  // script its synchronising calls came from.
+  std::vector<SyncSite> sync_sites;
 };
 
 // On the calling thread (`torchneck analyze` runs it on its second one,

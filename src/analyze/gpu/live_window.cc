@@ -1,5 +1,7 @@
 #include "analyze/gpu/live_window.h"
 
+#include "analyze/gpu/gpu_analysis.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -69,6 +71,65 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
   out.correction_ns = median(diffs);
   for (int64_t& d : diffs) d = std::llabs(d - out.correction_ns);
   out.residual_ns = median(diffs);
+  return out;
+}
+
+namespace {
+
+// A frame of the user's code: not torch's, not the interpreter's standard
+// library, not torchneck's, not a built-in.
+bool user_frame(const PyFunctionStats& f) {
+  if (f.builtin || f.file == "~" || f.file.empty() || f.file[0] == '<') return false;
+  for (const char* lib : {"/torch/", "/torchneck/", "/lib/python3", "/site-packages/", "/dist-packages/"})
+    if (f.file.find(lib) != std::string::npos) return false;
+  return true;
+}
+
+std::string short_where(const PyFunctionStats& f) {
+  const auto slash = f.file.rfind('/');
+  return (slash == std::string::npos ? f.file : f.file.substr(slash + 1)) + ":" + std::to_string(f.line) + "(" +
+         f.function + ")";
+}
+
+}  // namespace
+
+std::vector<SyncSite> sync_sites(const Run& live, const Activities& window) {
+  std::unordered_map<uint64_t, uint32_t> thread_of;
+  for (size_t i = 0; i < live.threads.size(); ++i) thread_of.emplace(live.threads[i].os_tid, static_cast<uint32_t>(i));
+  // The kept samples by thread, in time order.
+  std::unordered_map<uint32_t, std::vector<const PySample*>> by_thread;
+  for (const PySample& p : live.samples)
+    if (p.stack != PySample::kNoStack && p.stack < live.stacks.size()) by_thread[p.thread_index].push_back(&p);
+  for (auto& [t, v] : by_thread)
+    std::stable_sort(v.begin(), v.end(), [](const PySample* a, const PySample* b) { return a->t_ns < b->t_ns; });
+  std::map<std::string, SyncSite> sites;
+  for (const Activity& e : window.events) {
+    if (e.cat != ActivityKind::kRuntime || !synchronising_call(window.name_of(e))) continue;
+    auto t = thread_of.find(static_cast<uint64_t>(e.tid));
+    if (t == thread_of.end()) continue;
+    auto s = by_thread.find(t->second);
+    if (s == by_thread.end()) continue;
+    const auto& v = s->second;
+    // The sample nearest to the call's middle.
+    const int64_t mid = e.ts_ns + e.dur_ns / 2;
+    auto it = std::lower_bound(v.begin(), v.end(), mid, [](const PySample* p, int64_t x) { return p->t_ns < x; });
+    const PySample* best = nullptr;
+    if (it != v.end()) best = *it;
+    if (it != v.begin() && (best == nullptr || mid - (*std::prev(it))->t_ns < best->t_ns - mid)) best = *std::prev(it);
+    if (best == nullptr || std::llabs(best->t_ns - mid) > kSyncSampleReachNs + e.dur_ns / 2) continue;
+    const std::vector<uint32_t>& frames = live.stacks[best->stack].frames;  // outermost -> innermost
+    for (size_t k = frames.size(); k-- > 0;) {
+      if (frames[k] >= live.python.size() || !user_frame(live.python[frames[k]])) continue;
+      SyncSite& site = sites[short_where(live.python[frames[k]])];
+      site.where = short_where(live.python[frames[k]]);
+      ++site.calls;
+      site.total_ns += e.dur_ns;
+      break;
+    }
+  }
+  std::vector<SyncSite> out;
+  for (auto& [k, v] : sites) out.push_back(std::move(v));
+  std::sort(out.begin(), out.end(), [](const SyncSite& a, const SyncSite& b) { return a.total_ns > b.total_ns; });
   return out;
 }
 

@@ -2,8 +2,10 @@
 // already on the live run's clock, against the live run's own timeline.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "model/activity.h"
 #include "model/run.h"
@@ -31,6 +33,14 @@ struct Alignment {
 };
 // At most `max_ops` Kineto operators are matched (the first ones).
 Alignment align_window(const Run& live, const Activities& window, size_t max_ops = 20000);
+
+// Where in the script the window's synchronising calls came from: the
+// Python sampler's stack on the call's thread nearest to it in time (within
+// kSyncSampleReachNs), its innermost frame outside torch, the standard
+// library and torchneck. Sample mode only (the sampler's timeline); by the
+// calls' time, descending.
+inline constexpr int64_t kSyncSampleReachNs = 10'000'000;  // two periods of the 200 Hz sampler
+std::vector<SyncSite> sync_sites(const Run& live, const Activities& window);
 
 // Moves every activity of `a` by `offset_ns` (Kineto's clock to the live
 // run's: GpuWindow::clock_offset_ns plus the trace's base time).
