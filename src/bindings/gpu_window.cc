@@ -50,7 +50,9 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options) {
   reports.front().path = w.trace_path;
   reports.front().sync_sites = gpu::sync_sites(run, window.activities);
   const std::vector<GpuLaunch> launches = gpu::gpu_launches(run, window.activities);
-  return analyze(run, options, std::move(reports), &launches);
+  Analysis a = analyze(run, options, std::move(reports), &launches);
+  a.gpu.front().window_steps = gpu::window_step_gpu(run, a.steps, window.activities);
+  return a;
 }
 
 }  // namespace torchneck

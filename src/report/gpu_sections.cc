@@ -1,8 +1,10 @@
 #include "report/gpu_sections.h"
-#include "report/appendf.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+
+#include "report/appendf.h"
 
 namespace torchneck {
 namespace {
@@ -111,6 +113,16 @@ void write_gpu_json(JsonWriter& w, const gpu::GpuReport& r) {
   for (const auto& s : g.syncs)
     w.begin_object().field("what", s.what).field("context", s.context).field("calls", s.calls).field("total_us", us(static_cast<double>(s.total_ns))).end_object();
   w.end_array();
+  w.key("window_steps").begin_array();  // a live run's window: each step, busy and idle
+  for (const auto& st : r.window_steps)
+    w.begin_object()
+        .field("step", static_cast<uint64_t>(st.step))
+        .field("ms", static_cast<double>(st.step_ns) / 1e6)
+        .field("busy_ms", static_cast<double>(st.busy_ns) / 1e6)
+        .field("idle_data_ms", static_cast<double>(st.idle_data_ns) / 1e6)
+        .field("idle_cpu_ms", static_cast<double>(st.idle_cpu_ns) / 1e6)
+        .end_object();
+  w.end_array();
   w.key("sync_sites").begin_array();  // a live run's window: where in the script
   for (const auto& s : r.sync_sites)
     w.begin_object().field("where", s.where).field("calls", s.calls).field("total_us", us(static_cast<double>(s.total_ns))).end_object();
@@ -148,6 +160,13 @@ std::string gpu_terminal_section(const gpu::GpuReport& r, size_t top) {
   appendf(out, "\nGPU%s: %s, %s GiB\n", r.rank >= 0 ? (" (rank " + std::to_string(r.rank) + ")").c_str() : "",
           g.device_name.empty() ? "(no deviceProperties)" : g.device_name.c_str(),
           g.device_memory > 0 ? std::to_string(g.device_memory >> 30).c_str() : "?");
+  // A live run's window: each of its steps, busy and why idle.
+  for (const auto& st : r.window_steps) {
+    const double n = static_cast<double>(std::max<int64_t>(1, st.step_ns));
+    appendf(out, "  step %zu: %.2f ms, GPU busy %.0f %%, idle %.0f %% waiting for data, %.0f %% waiting for the CPU\n",
+            st.step + 1, static_cast<double>(st.step_ns) / 1e6, 100.0 * static_cast<double>(st.busy_ns) / n,
+            100.0 * static_cast<double>(st.idle_data_ns) / n, 100.0 * static_cast<double>(st.idle_cpu_ns) / n);
+  }
   for (const auto& d : r.metrics.devices) {
     appendf(out, "  device %lld: utilization %.1f %%", static_cast<long long>(d.device), 100.0 * d.utilization);
     if (d.sm_efficiency) appendf(out, ", est. SM efficiency %.1f %%", 100.0 * *d.sm_efficiency);

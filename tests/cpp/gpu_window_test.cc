@@ -222,6 +222,43 @@ TEST(GpuWindow, SynchronisingCallsAreNamedByTheScriptFunctionThatMadeThem) {
   EXPECT_EQ(sites[1].calls, 1u);
 }
 
+TEST(GpuWindow, EachWindowStepIsBusyOrIdleForDataOrForTheCpu) {
+  // GIVEN two window steps of 100 us on the main thread: in the first a
+  // 30 us fetch, then kernels 40..70 and 60..90 on two streams (busy 50);
+  // the second all busy but for 10 us of fetch at its start
+  RunBuilder rb;
+  rb.run.threads = {ThreadInfo{100, "MainThread"}};
+  rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, 0, 30 * kUs);
+  rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, 100 * kUs, 110 * kUs);
+  rb.finish();
+  StepAnalysis steps;
+  for (int i = 0; i < 3; ++i) {
+    Step st;
+    st.start_ns = i * 100 * kUs;
+    st.end_ns = st.start_ns + 100 * kUs;
+    st.gpu_window = i < 2;  // the third is not the window's
+    steps.steps.push_back(st);
+  }
+  Activities a;
+  add(a, ActivityKind::kKernel, "k1", 40 * kUs, 30 * kUs, 7, 1);
+  add(a, ActivityKind::kKernel, "k2", 60 * kUs, 30 * kUs, 8, 2);
+  add(a, ActivityKind::kKernel, "k3", 110 * kUs, 90 * kUs, 7, 3);
+  add(a, ActivityKind::kKernel, "k4", 220 * kUs, 50 * kUs, 7, 4);
+  add(a, ActivityKind::kRuntime, "cudaLaunchKernel", 35 * kUs, 50 * kUs, 100, 1);  // host work: not device time
+  gpu::shift_activities(a, kKinetoBehind);
+  // WHEN split
+  const auto w = gpu::window_step_gpu(rb.run, steps, a);
+  // THEN per step: busy, idle while fetching, idle otherwise, summing to the step
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].step, 0u);
+  EXPECT_EQ(w[0].busy_ns, 50 * kUs);
+  EXPECT_EQ(w[0].idle_data_ns, 30 * kUs);
+  EXPECT_EQ(w[0].idle_cpu_ns, 20 * kUs);  // 30..40 and 90..100
+  EXPECT_EQ(w[1].busy_ns, 90 * kUs);
+  EXPECT_EQ(w[1].idle_data_ns, 10 * kUs);
+  EXPECT_EQ(w[1].idle_cpu_ns, 0);
+}
+
 TEST(GpuWindow, TheTracesBaseTimeIsRead) {
   // torch 2.x writes ts relative to baseTimeNanoseconds, after the events
   const std::string text =

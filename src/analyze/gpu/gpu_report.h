@@ -23,6 +23,17 @@ struct SyncSite {
   int64_t total_ns = 0;
 };
 
+// One step of a live run's GPU window: how much of it some device worked,
+// and why it idled the rest: the main thread was fetching data, or not (it
+// was running Python and launching: the GPU waited for the CPU).
+struct WindowStepGpu {
+  size_t step = 0;  // index into StepAnalysis::steps
+  int64_t step_ns = 0;
+  int64_t busy_ns = 0;       // the union of all device work inside the step
+  int64_t idle_data_ns = 0;  // idle while the main thread waited for a batch
+  int64_t idle_cpu_ns = 0;   // idle otherwise
+};
+
 struct GpuReport {
   std::string path;
   int64_t rank = -1;
@@ -36,6 +47,7 @@ struct GpuReport {
   // A live run's window only (gpu/live_window.h, sync_sites): where in the
   // script its synchronising calls came from.
   std::vector<SyncSite> sync_sites;
+  std::vector<WindowStepGpu> window_steps;  // a live run's window only (gpu/live_window.h)
 };
 
 // On the calling thread (`torchneck analyze` runs it on its second one,

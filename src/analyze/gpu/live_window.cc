@@ -133,6 +133,76 @@ std::vector<SyncSite> sync_sites(const Run& live, const Activities& window) {
   return out;
 }
 
+namespace {
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Sorted, merged.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& x : v) {
+    if (x.second <= x.first) continue;
+    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+    else out.push_back(x);
+  }
+  return out;
+}
+
+// The parts of merged `v` inside [a, b).
+Intervals clip(const Intervals& v, int64_t a, int64_t b) {
+  Intervals out;
+  auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(a, INT64_MIN));
+  if (it != v.begin()) --it;
+  for (; it != v.end() && it->first < b; ++it) {
+    const int64_t x = std::max(it->first, a), y = std::min(it->second, b);
+    if (y > x) out.emplace_back(x, y);
+  }
+  return out;
+}
+
+int64_t measure(const Intervals& v) {
+  int64_t n = 0;
+  for (const auto& x : v) n += x.second - x.first;
+  return n;
+}
+
+}  // namespace
+
+std::vector<WindowStepGpu> window_step_gpu(const Run& live, const StepAnalysis& steps, const Activities& window) {
+  Intervals device, data;
+  for (const Activity& e : window.events)
+    if (is_gpu_work(e.cat)) device.emplace_back(e.ts_ns, e.end_ns());
+  device = merged(std::move(device));
+  for (const OpEvent& e : live.timeline)
+    if (e.kind == OpKind::kUserScope && e.thread_index == live.main_thread && e.name_id < live.strings.size() &&
+        live.strings[e.name_id].rfind("enumerate(DataLoader)", 0) == 0)
+      data.emplace_back(e.start_ns, e.end_ns);
+  data = merged(std::move(data));
+  std::vector<WindowStepGpu> out;
+  for (size_t i = 0; i < steps.steps.size(); ++i) {
+    const Step& st = steps.steps[i];
+    if (!st.gpu_window) continue;
+    WindowStepGpu w;
+    w.step = i;
+    w.step_ns = st.duration();
+    const Intervals busy = clip(device, st.start_ns, st.end_ns);
+    w.busy_ns = measure(busy);
+    // Idle = the step less the busy parts; of it, what lies in a fetch.
+    Intervals idle;
+    int64_t at = st.start_ns;
+    for (const auto& b : busy) {
+      if (b.first > at) idle.emplace_back(at, b.first);
+      at = std::max(at, b.second);
+    }
+    if (st.end_ns > at) idle.emplace_back(at, st.end_ns);
+    for (const auto& x : idle) w.idle_data_ns += measure(clip(data, x.first, x.second));
+    w.idle_cpu_ns = w.step_ns - w.busy_ns - w.idle_data_ns;
+    out.push_back(w);
+  }
+  return out;
+}
+
 void shift_activities(Activities& a, int64_t offset_ns) {
   for (Activity& e : a.events) e.ts_ns += offset_ns;
   for (ActivityFlow& f : a.flows) f.ts_ns += offset_ns;

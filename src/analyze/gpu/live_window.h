@@ -7,6 +7,7 @@
 
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
+#include "analyze/steps.h"
 #include "model/activity.h"
 #include "model/run.h"
 
@@ -41,6 +42,11 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
 // calls' time, descending.
 inline constexpr int64_t kSyncSampleReachNs = 10'000'000;  // two periods of the 200 Hz sampler
 std::vector<SyncSite> sync_sites(const Run& live, const Activities& window);
+
+// Busy and idle device time of each step of the window (the steps whose
+// gpu_window flag is set), from the device work's union over all devices
+// and streams, and the main thread's DataLoader fetches.
+std::vector<WindowStepGpu> window_step_gpu(const Run& live, const StepAnalysis& steps, const Activities& window);
 
 // Moves every activity of `a` by `offset_ns` (Kineto's clock to the live
 // run's: GpuWindow::clock_offset_ns plus the trace's base time).
