@@ -152,6 +152,19 @@ TEST(GpuDetectors, PageableCopiesAboveOnePercent) {
   EXPECT_EQ(ids(r).count("pageable_memcpy"), 0u);
   r.facts.pageable_ns = 20'000'000;
   EXPECT_EQ(ids(r).count("pageable_memcpy"), 1u);
+  // A live run's DataLoaders: the one that does not pin is named, the one
+  // that does is not.
+  DiagnosisInput in;
+  in.gpu = &r;
+  DataLoaderFacts unpinned, pinned;
+  unpinned.created_at = "train.py:40";
+  pinned.created_at = "train.py:41";
+  pinned.pin_memory = true;
+  in.env.dataloaders = {unpinned, pinned};
+  const std::vector<Finding> f = run_detectors(in, Evidence::kGpu);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence.back(), "DataLoader without pin_memory: train.py:40");
+  EXPECT_NE(f[0].recommendation.find("non_blocking=True) at train.py:40"), std::string::npos) << f[0].recommendation;
 }
 
 TEST(GpuFactsFromTrace, MemoryPeakSyncContextAndPageableCopies) {

@@ -20,7 +20,13 @@ void detect_pageable_memcpy(const DiagnosisInput& in, std::vector<Finding>& out)
             " of the trace";
   f.evidence.push_back(std::to_string(g.pageable_copies) + " copies, " + std::to_string(g.pageable_bytes >> 20) +
                        " MiB, " + fmt_ms(g.pageable_ns));
-  f.recommendation = "Pinned memory: DataLoader(..., pin_memory=True) and tensor.to(\"cuda\", non_blocking=True)";
+  // A live run knows its DataLoaders: name the ones that do not pin.
+  std::string unpinned;
+  for (const DataLoaderFacts& d : in.env.dataloaders)
+    if (!d.pin_memory) unpinned += (unpinned.empty() ? "" : ", ") + (d.created_at.empty() ? d.dataset_type : d.created_at);
+  if (!unpinned.empty()) f.evidence.push_back("DataLoader without pin_memory: " + unpinned);
+  f.recommendation = "Pinned memory: DataLoader(..., pin_memory=True) and tensor.to(\"cuda\", non_blocking=True)" +
+                     (unpinned.empty() ? std::string() : " at " + unpinned);
   f.gain_arithmetic = "not estimated: pinned copies are faster and can overlap compute";
   out.push_back(std::move(f));
 }
