@@ -345,7 +345,8 @@ PYBIND11_MODULE(_torchneck, m) {
         out.cwd = cwd;
         out.summary.top_python = out.summary.top_ops = top;
         out.trace.steps = trace_steps;
-        return write_outputs(run, out);
+        // The GPU window's trace, when it is still where the run left it.
+        return write_analysed(run, analyze_with_gpu_window(run, out.summary), out);
       },
       py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
   m.def("set_current_thread_name", [](const std::string& name) {

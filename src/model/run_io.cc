@@ -17,7 +17,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples.
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 
 class Writer {
  public:
@@ -367,6 +367,48 @@ void get_nvml(Reader& r, Run& run) {
   run.nvml_interval_ns = r.num<int64_t>();
 }
 
+void put_gpu_window(Writer& w, const GpuWindow& g) {
+  w.str(g.mode);
+  w.str(g.state);
+  w.str(g.note);
+  w.str(g.trace_path);
+  w.strs(g.activities);
+  w.num(g.requested_steps);
+  w.num(g.first_step);
+  w.num(g.last_step);
+  w.num(g.start_ns);
+  w.num(g.end_ns);
+  w.num(g.clock_offset_ns);
+  w.num(g.aligned_ops);
+  w.num(g.alignment_correction_ns);
+  w.num(g.alignment_residual_ns);
+  for (const std::vector<int64_t>* v : {&g.cuda_peak_allocated, &g.cuda_peak_reserved}) {
+    w.num<uint64_t>(v->size());
+    for (int64_t b : *v) w.num(b);
+  }
+}
+
+void get_gpu_window(Reader& r, GpuWindow& g) {
+  g.mode = r.str();
+  g.state = r.str();
+  g.note = r.str();
+  g.trace_path = r.str();
+  g.activities = r.strs();
+  g.requested_steps = r.num<int64_t>();
+  g.first_step = r.num<int64_t>();
+  g.last_step = r.num<int64_t>();
+  g.start_ns = r.num<int64_t>();
+  g.end_ns = r.num<int64_t>();
+  g.clock_offset_ns = r.num<int64_t>();
+  g.aligned_ops = r.num<uint64_t>();
+  g.alignment_correction_ns = r.num<int64_t>();
+  g.alignment_residual_ns = r.num<int64_t>();
+  for (std::vector<int64_t>* v : {&g.cuda_peak_allocated, &g.cuda_peak_reserved}) {
+    v->resize(r.count(8));
+    for (int64_t& b : *v) b = r.num<int64_t>();
+  }
+}
+
 }  // namespace
 
 std::string encode_run(const Run& run) {
@@ -478,6 +520,7 @@ std::string encode_run(const Run& run) {
   w.num(run.dropped_py_frames);
   put_memory_and_gc(w, run);
   put_nvml(w, run);
+  put_gpu_window(w, run.gpu_window);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -603,6 +646,7 @@ Run decode_run(const std::string& bytes) {
   run.dropped_py_frames = r.num<uint64_t>();
   get_memory_and_gc(r, run);
   get_nvml(r, run);
+  get_gpu_window(r, run.gpu_window);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

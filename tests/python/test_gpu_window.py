@@ -8,10 +8,11 @@ same run, and the Kineto trace the window wrote, read here with json."""
 
 import json
 import os
+import subprocess
 
 import pytest
 
-from conftest import load_profile, run_plain, run_tool, script
+from conftest import TOOL, load_profile, run_plain, run_tool, script
 
 try:
     import torch.profiler as _tp
@@ -142,3 +143,18 @@ def test_a_trace_that_cannot_be_read_is_one_line_and_the_report_stands(tmp_path)
     assert "gpu" not in profile
     report = r.stdout + r.stderr
     assert f"GPU window: {w['note']}" in report
+
+
+@needs_kineto
+def test_report_dir_reads_the_window_again(tmp_path):
+    # `torchneck report DIR` rebuilds the report from profile.spill: the
+    # window (and its trace, still in DIR/gpu) comes back with it.
+    profile, _, _, out = run_loop(tmp_path, "--gpu=on", "--gpu-steps=3")
+    before = profile["gpu_window"]
+    assert before["state"] == "recorded", before
+    os.remove(os.path.join(out, "profile.json"))
+    r = subprocess.run([TOOL, "report", out], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    after = load_profile(out)["gpu_window"]
+    assert after == before
+    assert "GPU window: optimizer steps" in r.stdout + r.stderr
