@@ -234,4 +234,37 @@ std::string gpu_terminal_section(const gpu::GpuReport& r, size_t top) {
   return out;
 }
 
+// A live run's GPU window (model/run.h); null when the run is not a live
+// one (a trace, a spill of an older launcher).
+void write_gpu_window_json(JsonWriter& w, const GpuWindow& g) {
+  w.key("gpu_window");
+  if (g.mode.empty()) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("mode", g.mode);
+  w.field("state", g.state);
+  w.field("note", g.note);
+  w.field("trace", g.trace_path);
+  w.key("activities").begin_array();
+  for (const auto& x : g.activities) w.value(x);
+  w.end_array();
+  w.field("requested_steps", g.requested_steps);
+  w.field("first_step", g.first_step);
+  w.field("last_step", g.last_step);
+  w.field("duration_ms", g.state == "recorded" ? ms(g.end_ns - g.start_ns) : 0.0);
+  w.field("clock_offset_ns", g.clock_offset_ns);
+  w.field("aligned_ops", g.aligned_ops);
+  w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);
+  w.field("alignment_residual_us", static_cast<double>(g.alignment_residual_ns) / 1e3);
+  w.key("cuda_peak_allocated_bytes").begin_array();
+  for (int64_t b : g.cuda_peak_allocated) w.value(b);
+  w.end_array();
+  w.key("cuda_peak_reserved_bytes").begin_array();
+  for (int64_t b : g.cuda_peak_reserved) w.value(b);
+  w.end_array();
+  w.end_object();
+}
+
 }  // namespace torchneck

@@ -322,37 +322,6 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
   w.field("verdict", d.verdict);
 }
 
-// A live run's GPU window (model/run.h); null when the run is not a live
-// one (a trace, a spill of an older launcher).
-void write_gpu_window(JsonWriter& w, const GpuWindow& g) {
-  w.key("gpu_window");
-  if (g.mode.empty()) {
-    w.null();
-    return;
-  }
-  w.begin_object();
-  w.field("mode", g.mode);
-  w.field("state", g.state);
-  w.field("note", g.note);
-  w.field("trace", g.trace_path);
-  string_array(w, "activities", g.activities);
-  w.field("requested_steps", g.requested_steps);
-  w.field("first_step", g.first_step);
-  w.field("last_step", g.last_step);
-  w.field("duration_ms", g.state == "recorded" ? ns_to_ms(g.end_ns - g.start_ns) : 0.0);
-  w.field("clock_offset_ns", g.clock_offset_ns);
-  w.field("aligned_ops", g.aligned_ops);
-  w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);
-  w.field("alignment_residual_us", static_cast<double>(g.alignment_residual_ns) / 1e3);
-  w.key("cuda_peak_allocated_bytes").begin_array();
-  for (int64_t b : g.cuda_peak_allocated) w.value(b);
-  w.end_array();
-  w.key("cuda_peak_reserved_bytes").begin_array();
-  for (int64_t b : g.cuda_peak_reserved) w.value(b);
-  w.end_array();
-  w.end_object();
-}
-
 // Resident memory: the samples (ms since the first one) and the fit over
 // the steady steps (analyze/memory.h); the growing autograd graphs.
 void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
@@ -566,7 +535,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   write_processes(w, run);
   write_memory(w, run, analysis.memory);
   write_gc(w, analysis.gc, run.gc_pauses.size());
-  write_gpu_window(w, run.gpu_window);
+  write_gpu_window_json(w, run.gpu_window);
   write_nvml(w, run, analysis.nvml);
   if (!analysis.gpu.empty()) {
     w.key("gpu");
