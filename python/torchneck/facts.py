@@ -84,9 +84,10 @@ def process_info(*, pid, role, worker_id, start_method, wall_s, busy_s, cpu_s, b
 
 
 def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last, nodes_cap, step_first,
-                  step_last):
+                  step_last, kept=True):
     """A tensor of the script whose autograd graph kept growing
-    (graph_watch.py); file "" and line 0 when no accumulating line was found."""
+    (graph_watch.py); file "" and line 0 when no accumulating line was found;
+    kept False: the graph is rebuilt each step, larger every time."""
     g = _native().GrowingGraph()
     g.variable = variable
     g.scope = scope
@@ -98,6 +99,7 @@ def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last,
     g.nodes_cap = nodes_cap
     g.step_first = step_first
     g.step_last = step_last
+    g.kept = kept
     return g
 
 

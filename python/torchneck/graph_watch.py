@@ -8,9 +8,11 @@ however long the run, nothing on the other steps but a counter), this looks
 at the globals of __main__ and the locals of the main thread's frames that
 run the user's script, for tensors with a grad_fn, and counts the autograd
 nodes reachable from it (a bounded walk through next_functions). A variable
-whose graph grows from look to look is reported, with the line of its
+whose graph grows from look to look is reported as a model GrowingGraph
+fact (facts.growing_graph): kept, when its graph holds the graph an earlier
+look saw (marks in the nodes' metadata, see MARK), with the line of its
 function that accumulates into it (`name += ...`, `name = name + ...`,
-found with ast), as model GrowingGraph facts (facts.growing_graph)."""
+found with ast); else rebuilt each step, larger every time."""
 
 import ast
 import functools
@@ -33,11 +35,24 @@ MIN_GROWTH = 2.0
 MAX_CANDIDATES = 16
 
 
-def graph_nodes(grad_fn, limit=MAX_NODES):
-    """Autograd nodes reachable from grad_fn, at most `limit`."""
+# Each look marks the root node of every candidate's graph, in the node's
+# own metadata dict (freed with the node, so it keeps nothing alive), with
+# the look's number under the variable's key. A later look whose walk from
+# the same variable reaches an earlier mark has found the earlier step's
+# graph inside this one: kept alive (`total += loss`). A graph that grows
+# but never reaches a mark is rebuilt every step, larger each time: the
+# step's work grows (a loop over a list that grows), not its memory.
+MARK = "torchneck.graph_watch"
+
+
+def graph_nodes(grad_fn, limit=MAX_NODES, key=None, marked_types=()):
+    """(autograd nodes reachable from grad_fn, at most `limit`; whether one
+    of them bears an earlier look's mark for `key`). Only nodes of the
+    marked roots' types are asked for their metadata (asking creates it)."""
     seen = {id(grad_fn)}
     keep = [grad_fn]  # held during the walk, so ids stay unique
     todo = [grad_fn]
+    reached = False
     while todo and len(seen) < limit:
         node = todo.pop()
         try:
@@ -49,8 +64,24 @@ def graph_nodes(grad_fn, limit=MAX_NODES):
                 seen.add(id(nxt))
                 keep.append(nxt)
                 todo.append(nxt)
+                if not reached and type(nxt).__name__ in marked_types:
+                    reached = key in _marks(nxt)
     del keep, todo
-    return min(len(seen), limit)
+    return min(len(seen), limit), reached
+
+
+def _marks(node):
+    try:
+        return node.metadata.get(MARK, ())
+    except (AttributeError, RuntimeError):
+        return ()
+
+
+def _mark(node, key, look):
+    try:
+        node.metadata.setdefault(MARK, {})[key] = look
+    except (AttributeError, RuntimeError):
+        pass
 
 
 def _is_def(node):
@@ -144,7 +175,9 @@ class GraphWatch:
         self.script = os.path.abspath(script_path) if script_path else ""
         self.steps = 0
         self._next_look = 2
-        self._history = {}  # (scope, firstlineno, file, name) -> [(step, nodes)]
+        self._history = {}  # (scope, firstlineno, name) -> [(step, nodes, reached an earlier mark)]
+        self._marked_types = {}  # (scope, firstlineno, name) -> {type names of its marked roots}
+        self._looks = 0
         self._sources = _Sources()
         self._wrapped = []  # (class, original step)
         self._handle = None
@@ -228,13 +261,19 @@ class GraphWatch:
     def _look(self, frame):
         found = list(self._candidates(frame))
         del frame
+        self._looks += 1
         sized = []
         for key, tensor in found:
-            sized.append((graph_nodes(tensor.grad_fn), key))
+            mark = "%s:%d:%s" % key
+            nodes, reached = graph_nodes(tensor.grad_fn, key=mark, marked_types=self._marked_types.get(key, ()))
+            sized.append((nodes, reached, key, mark, tensor.grad_fn))
         del found
         sized.sort(key=lambda x: -x[0])
-        for nodes, key in sized[:MAX_CANDIDATES]:
-            self._history.setdefault(key, []).append((self.steps, nodes))
+        for nodes, reached, key, mark, root in sized[:MAX_CANDIDATES]:
+            self._history.setdefault(key, []).append((self.steps, nodes, reached))
+            _mark(root, mark, self._looks)
+            self._marked_types.setdefault(key, set()).add(type(root).__name__)
+        del sized
 
     def growing_graphs(self):
         """facts.growing_graph(...) for every variable whose graph grew."""
@@ -242,14 +281,15 @@ class GraphWatch:
         for (scope, first, name), looks in self._history.items():
             if len(looks) < MIN_LOOKS:
                 continue
-            last3 = [n for _, n in looks[-MIN_LOOKS:]]
+            last3 = [n for _, n, _ in looks[-MIN_LOOKS:]]
             grew = all(b > a or b >= MAX_NODES for a, b in zip(last3, last3[1:]))
             if not grew or looks[-1][1] < MIN_GROWTH * looks[0][1]:
                 continue
-            line, code = self._sources.accumulating_line(self.script, first, name)
+            kept = looks[-1][2]  # the last graph holds an earlier look's
+            line, code = self._sources.accumulating_line(self.script, first, name) if kept else (0, "")
             out.append(facts.growing_graph(
                 variable=name, scope=scope, file=self.script if line else "", line=line, code=code,
                 nodes_first=looks[0][1], nodes_last=looks[-1][1], nodes_cap=MAX_NODES,
-                step_first=looks[0][0], step_last=looks[-1][0]))
-        out.sort(key=lambda g: -g.nodes_last)
+                step_first=looks[0][0], step_last=looks[-1][0], kept=kept))
+        out.sort(key=lambda g: (not g.kept, -g.nodes_last))
         return out

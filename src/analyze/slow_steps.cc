@@ -19,6 +19,13 @@ SlowGroup group_of(SlowKind kind) {
 // k loader workers, up to every other step can be slow, so the median may
 // be a slow one). Twice is far beyond this machine's step-to-step noise.
 constexpr double kSlowFactor = 2.0;
+// The level is local: the 25th percentile of the steady steps within this
+// many steady steps on either side. A loop whose steps grow slower (state
+// that grows: step_time_drift) would otherwise have its late steps all
+// "slow" against its early ones, and the drift hidden among one-off slow
+// steps; 10 a side still holds ten fast steps of a loader's bursts of 2
+// and all but one of a periodic stall's.
+constexpr size_t kLocalHalfWindow = 10;
 // Too few steady steps to tell a pattern from chance.
 constexpr size_t kMinSteps = 4;
 // A step is an evaluation one when its evaluation passes hold at least half
@@ -178,10 +185,14 @@ void classify(const Run& run, StepAnalysis& a) {
     }
   a.typical_ns = a.median_ns;
   if (steady.size() < kMinSteps) return;
-  const double threshold = kSlowFactor * static_cast<double>(percentile(d, 0.25));
   std::vector<size_t> slow, typical;
   std::vector<int64_t> typical_d;
-  for (size_t i : steady) {
+  for (size_t j = 0; j < steady.size(); ++j) {
+    const size_t i = steady[j];
+    const size_t lo = j >= kLocalHalfWindow ? j - kLocalHalfWindow : 0;
+    const size_t hi = std::min(steady.size(), j + kLocalHalfWindow + 1);
+    const double threshold = kSlowFactor * static_cast<double>(percentile(
+        {d.begin() + static_cast<std::ptrdiff_t>(lo), d.begin() + static_cast<std::ptrdiff_t>(hi)}, 0.25));
     if (static_cast<double>(a.steps[i].duration()) > threshold) {
       slow.push_back(i);
     } else {

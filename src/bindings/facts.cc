@@ -97,7 +97,8 @@ void bind_facts(py::module_& m) {
       .def_readwrite("nodes_last", &GrowingGraph::nodes_last)
       .def_readwrite("nodes_cap", &GrowingGraph::nodes_cap)
       .def_readwrite("step_first", &GrowingGraph::step_first)
-      .def_readwrite("step_last", &GrowingGraph::step_last);
+      .def_readwrite("step_last", &GrowingGraph::step_last)
+      .def_readwrite("kept", &GrowingGraph::kept);
 
   py::class_<GpuWindow>(m, "GpuWindow")
       .def(py::init<>())

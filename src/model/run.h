@@ -232,8 +232,10 @@ struct GpuWindow {
 };
 
 // A tensor of the user's script whose autograd graph grew between two looks
-// of the launcher (python/torchneck/graph_watch.py): what keeps every step's
-// graph alive (`total_loss += loss`). A fact only Python can see.
+// of the launcher (python/torchneck/graph_watch.py): kept, what keeps every
+// step's graph alive (`total_loss += loss`); or rebuilt each step, larger
+// every time (a penalty over a list that grows: the step's work grows). A
+// fact only Python can see.
 struct GrowingGraph {
   std::string variable;  // "total_loss"
   std::string scope;     // the function it is a local of, "<module>" for a global of __main__
@@ -245,6 +247,9 @@ struct GrowingGraph {
   int64_t nodes_cap = 0;
   int64_t step_first = 0;  // optimizer steps taken at those looks
   int64_t step_last = 0;
+  // The graph at the last look holds the one an earlier look saw; false:
+  // rebuilt each step, larger every time (file, line and code then "").
+  bool kept = true;
 };
 
 // A GPU sampled through NVML over the whole run (collect/system/nvml_sampler.h):

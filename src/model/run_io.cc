@@ -18,7 +18,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window.
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 
 OpKind op_kind(Reader& r) {
   const auto k = r.num<uint8_t>();

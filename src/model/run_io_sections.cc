@@ -42,6 +42,7 @@ void put_memory_and_gc(Writer& w, const Run& run) {
     w.num(g.nodes_cap);
     w.num(g.step_first);
     w.num(g.step_last);
+    w.num<uint8_t>(g.kept);
   }
 }
 
@@ -72,7 +73,7 @@ void get_memory_and_gc(Reader& r, Run& run) {
   t.collected = r.num<int64_t>();
   t.dropped = r.num<uint64_t>();
   run.gc_observed = r.boolean();
-  run.growing_graphs.resize(r.count(76));
+  run.growing_graphs.resize(r.count(77));
   for (auto& g : run.growing_graphs) {
     g.variable = r.str();
     g.scope = r.str();
@@ -84,6 +85,7 @@ void get_memory_and_gc(Reader& r, Run& run) {
     g.nodes_cap = r.num<int64_t>();
     g.step_first = r.num<int64_t>();
     g.step_last = r.num<int64_t>();
+    g.kept = r.boolean();
   }
 }
 

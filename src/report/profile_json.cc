@@ -382,6 +382,7 @@ void write_memory(JsonWriter& w, const Run& run, const MemoryAnalysis& m) {
     w.field("nodes_cap", g.nodes_cap);
     w.field("step_first", g.step_first);
     w.field("step_last", g.step_last);
+    w.field("kept", g.kept);
     w.end_object();
   }
   w.end_array();

@@ -265,5 +265,40 @@ TEST(LoopSteps, TooFewStepsDecideNothing) {
   EXPECT_EQ(e.verdict.rfind("Input-bound", 0), 0u) << e.verdict;
 }
 
+TEST(LoopSteps, StepsGrowingSlowerAreADriftNotSlowSteps) {
+  // GIVEN 60 steps whose data wait grows 0.5 ms a step (the last ~3x the
+  // first), every 10th 60 ms longer (a checkpoint), and the launcher's
+  // sight of `loss`'s graph rebuilt larger every step
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  for (int i = 0; i < 60; ++i)
+    t = train_step(rb, t, kMs + i * kMs / 2 + (i > 0 && i % 10 == 0 ? 60 * kMs : 0), i);
+  rb.finish();
+  rb.run.growing_graphs = {{"loss", "main", "", 0, "", 47, 407, 20000, 2, 32}};
+  rb.run.growing_graphs[0].kept = false;
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN only the checkpoint steps are slow (the level is local: the late
+  // steps, all over twice the early ones, are typical), one periodic group
+  ASSERT_EQ(a.slow.size(), 1u);
+  EXPECT_EQ(a.slow[0].kind, SlowKind::kPeriodic);
+  EXPECT_EQ(a.slow[0].period, 10);
+  EXPECT_EQ(a.slow[0].steps.size(), 5u);
+  // AND the drift is step_time_drift, whose evidence names the rebuilt graph
+  DiagnosisInput in;
+  in.steps = a;
+  in.growing_graphs = rb.run.growing_graphs;
+  const Diagnosis d = diagnose(in);
+  const Finding* drift = nullptr;
+  for (const Finding& f : d.findings)
+    if (f.id == "step_time_drift") drift = &f;
+  ASSERT_NE(drift, nullptr);
+  bool named = false;
+  for (const std::string& e : drift->evidence)
+    named = named || e.find("`loss` (a local of main()) is built anew every step, and larger every time: 47 nodes") !=
+                         std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_NE(drift->recommendation.find("`loss` over something that grows every step"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace torchneck

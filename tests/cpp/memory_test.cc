@@ -165,6 +165,21 @@ TEST(MemoryCreep, ALineRisingTenMiBAStepNamesTheGrowingGraph) {
   EXPECT_FALSE(found[0].estimated_gain_pct.has_value());
 }
 
+TEST(MemoryCreep, AGraphRebuiltLargerEachStepIsNotWhatKeepsMemory) {
+  // GIVEN memory rising 10 MiB a step, and the launcher's sight of a graph
+  // that grows but is built anew every step (it holds no earlier one)
+  const StepAnalysis steps = steps_of(40);
+  torchneck::Run run = run_with_memory(40, [](double step) { return (300 + 10 * step) * kMiB; });
+  run.growing_graphs = {{"loss", "main", "", 0, "", 47, 407, 20000, 2, 32}};
+  run.growing_graphs[0].kept = false;
+  // WHEN analysed
+  const auto found = findings_of(run, steps, "memory_creep");
+  // THEN memory_creep is there, but blames no graph
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].title.find("loss"), std::string::npos) << found[0].title;
+  EXPECT_EQ(found[0].title.find("autograd graph"), std::string::npos) << found[0].title;
+}
+
 TEST(MemoryCreep, WithoutAGraphItSaysMemoryGrows) {
   const StepAnalysis steps = steps_of(40);
   const torchneck::Run run = run_with_memory(40, [](double step) { return (300 + 2 * step) * kMiB; });

@@ -50,6 +50,7 @@ def test_memory_creep_names_the_variable_and_the_line(tmp_path):
     [g] = profile["memory"]["growing_graphs"]
     assert g["variable"] == "total_val_loss" and g["scope"] == "train" and g["line"] == leaky
     assert g["nodes_last"] > 4 * g["nodes_first"]
+    assert g["kept"] is True  # the last look's graph holds an earlier look's root
     # The growth per step within 25 % of the script's own readings over the
     # same steps (both include what the profiler itself allocates).
     steady = profile["memory"]["steady"]

@@ -77,7 +77,13 @@ void detect_memory_creep(const DiagnosisInput& in, std::vector<Finding>& out) {
   if (growth < kMinGrowthBytes || growth < kMinGrowthShare * start || m.fit.r2 < kMinR2) return;
   if (m.late_fit.points < 2 || m.late_fit.slope < kMinLateSlopeShare * m.fit.slope) return;
   Finding f = make_finding(FindingId::memory_creep);
-  const GrowingGraph* g = in.growing_graphs.empty() ? nullptr : &in.growing_graphs.front();
+  // A graph rebuilt larger each step keeps nothing (see step_time_drift).
+  const GrowingGraph* g = nullptr;
+  for (const GrowingGraph& c : in.growing_graphs)
+    if (c.kept) {
+      g = &c;
+      break;
+    }
   if (growth >= kHighGrowthShare * start) f.severity = Severity::kHigh;
   else if (g == nullptr && growth < kUnnamedMediumShare * start) f.severity = Severity::kLow;
   const std::string per_step = fmt_mib(m.growth_per_step_bytes) + " per step";

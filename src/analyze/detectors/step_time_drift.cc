@@ -91,8 +91,30 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
   if (busy)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
                          " of the run: the machine may have slowed down, not the script");
-  f.recommendation = "look for state that grows step after step: tensors appended to a list, a loss accumulated "
-                     "with its graph (total += loss instead of loss.item()), a growing cache; see memory_creep";
+  // The step's own autograd graph, rebuilt larger every step: the work of
+  // the step grows with something the script keeps (graph_watch.py).
+  const GrowingGraph* rebuilt = nullptr;
+  for (const GrowingGraph& g : in.growing_graphs)
+    if (!g.kept) {
+      rebuilt = &g;
+      break;
+    }
+  if (rebuilt != nullptr) {
+    f.evidence.push_back(
+        "the autograd graph of `" + rebuilt->variable + "` (" +
+        (rebuilt->scope == "<module>" ? std::string("a global of the script") : "a local of " + rebuilt->scope + "()") +
+        ") is built anew every step, and larger every time: " + std::to_string(rebuilt->nodes_first) +
+        " nodes at optimizer step " + std::to_string(rebuilt->step_first) + ", " +
+        std::to_string(rebuilt->nodes_last) + (rebuilt->nodes_last >= rebuilt->nodes_cap && rebuilt->nodes_cap > 0 ? "+" : "") +
+        " at step " + std::to_string(rebuilt->step_last) + ": each step computes more");
+    f.recommendation = "the step computes `" + rebuilt->variable +
+                       "` over something that grows every step (a Python loop over a list of kept tensors, a "
+                       "penalty over all past snapshots): bound it (the last k entries) or keep a running summary "
+                       "(one tensor updated in place) instead of the whole history";
+  } else {
+    f.recommendation = "look for state that grows step after step: tensors appended to a list, a loss accumulated "
+                       "with its graph (total += loss instead of loss.item()), a growing cache; see memory_creep";
+  }
   if (s.step_ns > 0) {
     const double mean = 0.5 * (first.mean + last.mean);  // the typical step over the run, as a line
     f.estimated_gain_pct = 100.0 * std::max(0.0, (mean - first.median) / static_cast<double>(s.step_ns));
