@@ -53,6 +53,16 @@ def _analyze(p):
     return analyze_cmd.run(p)
 
 
+# `diff` is native (src/tools/diff_main.cc, which has its own help and
+# parser): its arguments go to it unread.
+DIFF_NATIVE = "torchneck-diff"
+
+
+def _diff(argv):
+    from torchneck import analyze_cmd
+    return analyze_cmd.exec_native(argv, DIFF_NATIVE)
+
+
 RUN_ABOUT = """\
 Runs SCRIPT once, unchanged, as __main__ with its own sys.argv, and reports
 where the time went: Python functions, torch operators, backward nodes.
@@ -106,6 +116,8 @@ COMMANDS = {c.name: c for c in [
     Command("report", "the report of a run again, from its output folder (after a kill -9, too)",
             ["torchneck report [options] DIR"], ["--top", "--trace-steps"], REPORT_ABOUT, _report,
             operand="an output folder"),
+    Command("diff", "what changed between two runs: step time with its interval, movers, findings resolved",
+            ["torchneck diff [options] BEFORE AFTER"], [], "", None),
     Command("help", "this list, or a command's own help: torchneck help COMMAND",
             ["torchneck help [COMMAND]"], [], "", None),
 ]}
@@ -149,6 +161,8 @@ def _show_help(name):
     if name == "analyze":  # its help is the native binary's own, as `./torchneck analyze --help` gives it
         from torchneck import analyze_cmd
         return analyze_cmd.exec_native(["--help"])
+    if name == "diff":
+        return _diff(["--help"])
     if name == "help":
         sys.stdout.write(overview())
         return 0
@@ -169,6 +183,8 @@ def dispatch(argv):
         return 0
     if first == "help":
         return _help(argv[1:])
+    if first == "diff":
+        return _diff(argv[1:])
     if first in COMMANDS:
         name, rest = first, argv[1:]
     else:  # the drop-in: `python -m torchneck [options] SCRIPT [ARGS...]`

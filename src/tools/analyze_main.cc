@@ -28,6 +28,7 @@
 #include "model/run_set.h"
 #include "report/output_dir.h"
 #include "report/output_files.h"
+#include "tools/one_line_error.h"
 
 namespace {
 
@@ -272,13 +273,5 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_TOP_PAD, 2 << 20);
 
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n') c = ' ';
-    std::fprintf(stderr, "torchneck: %s\n", msg.c_str());
-    return 2;
-  }
+  return torchneck::tools::run_with_one_line_errors([&] { return run(argc, argv); });
 }

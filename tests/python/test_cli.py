@@ -119,6 +119,9 @@ def test_a_commands_help_is_its_own(name):
 BAD = [["report"], ["report", "a", "b"], ["report", "--top", "0", "x"], ["report", "--top=3", "--top=4", "x"],
        ["run"], ["run", "--bogus", "x.py"], ["run", "-o=x", "x.py"], ["run", "--top", "3", "--top", "4", "x.py"],
        ["analyze"], ["analyze", "--top=0", "x"], ["analyze", "-o", "a", "--output=b", "x"], ["analyze", "--bogus"],
+       ["diff"], ["diff", "a"], ["diff", "--top=0", "a", "b"], ["diff", "--bogus", "a", "b"],
+       ["diff", "-o", "a", "--output=b", "x", "y"], ["diff", "--fail-if-slower", "fast", "x", "y"],
+       ["diff", "no-such-run", "no-such-either"],
        ["help", "bogus"], ["help", "run", "report"], []]
 
 

@@ -104,6 +104,7 @@ def test_the_wheel_holds_torchneck_and_no_torch(installed):
                 or os.path.basename(n).startswith(("libtorch", "libc10"))], names
     assert any(n.startswith("torchneck/_torchneck") and n.endswith(".so") for n in names), names
     assert "torchneck/torchneck-analyze" in names and "torchneck/cli.py" in names
+    assert "torchneck/torchneck-diff" in names
     assert "torchneck = torchneck.__main__:console" in entry_points
 
 
@@ -196,6 +197,12 @@ def test_installed_analyze_reads_a_kineto_trace(installed):
     ops = {o["name"]: o["calls"] for o in load_profile(str(installed["elsewhere"] / "an"))["ops"]}
     busiest = max(calls, key=calls.get)
     assert ops[busiest] == calls[busiest], (busiest, ops, calls)
+    # AND the installed diff compares that analysis with the trace itself
+    d = run([str(installed["bin"] / "torchneck"), "diff", "-o", "d", "an", trace], cwd=installed["elsewhere"],
+            env=installed["env"])
+    assert d.returncode == 0, d.stderr
+    with open(installed["elsewhere"] / "d" / "diff.json") as f:
+        assert json.load(f)["step_change_pct"] == 0
 
 
 @pytest.mark.parametrize("case", ["no torch", "build isolation"])

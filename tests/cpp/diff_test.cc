@@ -1,0 +1,152 @@
+// torchneck diff on hand-built profiles whose answer is known by
+// construction: the interval of a planted change, no change between two
+// samples of one distribution, movers, findings resolved / new / kept, the
+// regression gate, and profile.json read back.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "compare/diff.h"
+#include "compare/diff_report.h"
+#include "compare/profile_view.h"
+
+namespace torchneck::compare {
+namespace {
+
+// `n` steps of `ms` on average, Gaussian noise of `sd`, a stream of its own.
+std::vector<double> steps(size_t n, double ms, double sd, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, sd);
+  std::vector<double> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(ms + noise(rng));
+  return v;
+}
+
+ProfileView view(const std::vector<double>& steady, double data_ms) {
+  ProfileView p;
+  p.label = "run";
+  p.script = "/w/train.py";
+  p.steady_ms = steady;
+  p.step_count = static_cast<int64_t>(steady.size()) + 1;
+  p.in_window = p.step_count;
+  p.phases = {{"data", data_ms}, {"forward", 10}, {"backward", 20}};
+  return p;
+}
+
+TEST(Diff, APlantedSpeedUpLiesInsideItsInterval) {
+  // GIVEN 60 steps of 100 ms (sd 10) before and 60 of 70 ms (sd 10) after,
+  // the data phase 40 -> 10 ms
+  ProfileView b = view(steps(60, 100, 10, 1), 40);
+  ProfileView a = view(steps(60, 70, 10, 2), 10);
+  b.findings = {{"input_bound", "high", "Input-bound", 35.0}, {"heavy_layer", "medium", "fc", 20.0}};
+  a.findings = {{"heavy_layer", "high", "fc", 25.0}, {"gc_pauses", "medium", "GC", std::nullopt},
+                {"framework_overhead", "low", "tiny", std::nullopt}};
+  const RunDiff d = diff_profiles(b, a);
+  // THEN the change is the samples' ratio, -30 % give or take, inside a
+  // significant interval that excludes 0
+  EXPECT_NEAR(d.change_pct, -30, 4);
+  EXPECT_LT(d.ci95_pct.low, d.change_pct);
+  EXPECT_GT(d.ci95_pct.high, d.change_pct);
+  EXPECT_LT(d.ci95_pct.high, 0);
+  EXPECT_TRUE(d.significant);
+  // AND the data phase moved most
+  ASSERT_FALSE(d.phases.empty());
+  EXPECT_EQ(d.phases[0].name, "data");
+  EXPECT_DOUBLE_EQ(d.phases[0].delta_ms, -30);
+  // AND input_bound is resolved with its estimate beside the change, heavy
+  // layer kept, gc_pauses new, the low one nowhere
+  ASSERT_EQ(d.findings.size(), 3u);
+  EXPECT_EQ(d.findings[0].id, "input_bound");
+  EXPECT_EQ(d.findings[0].state, FindingState::kResolved);
+  ASSERT_TRUE(d.findings[0].estimated_change_pct.has_value());
+  EXPECT_DOUBLE_EQ(*d.findings[0].estimated_change_pct, -35.0);
+  EXPECT_EQ(d.findings[1].id, "gc_pauses");
+  EXPECT_EQ(d.findings[1].state, FindingState::kNew);
+  EXPECT_EQ(d.findings[2].id, "heavy_layer");
+  EXPECT_EQ(d.findings[2].state, FindingState::kKept);
+  const std::string text = diff_text(d);
+  EXPECT_NE(text.find("estimated -35.0 %, measured -"), std::string::npos) << text;
+  EXPECT_EQ(diff_verdict(d).rfind("Faster: ", 0), 0u) << diff_verdict(d);
+  // AND it is no regression
+  EXPECT_FALSE(slower_than(d, 0));
+}
+
+TEST(Diff, TwoSamplesOfOneDistributionAreRarelyAChange) {
+  // GIVEN 200 pairs of runs of 40 steps, each drawn from 100 ms (sd 15):
+  // the standard error of their change is ~3.4 %, above the floor
+  int significant = 0, covered = 0;
+  for (uint64_t k = 0; k < 200; ++k) {
+    const RunDiff d = diff_profiles(view(steps(40, 100, 15, 100 + 2 * k), 30), view(steps(40, 100, 15, 101 + 2 * k), 30));
+    significant += d.significant;
+    covered += d.ci95_pct.low <= 0 && 0 <= d.ci95_pct.high;
+  }
+  // THEN the interval covers the true change, 0, near 95 % of the time
+  // (the percentile bootstrap is a little short on 40 steps), and few
+  // pairs are called a change
+  std::printf("covered %d of 200, significant %d\n", covered, significant);
+  EXPECT_GE(covered, 182);
+  EXPECT_LE(significant, 16);
+}
+
+TEST(Diff, ATrendInsideARunWidensTheInterval) {
+  // GIVEN the same mean before and after, once as noise and once as a
+  // steady climb inside each run (steps 50 .. 150 ms)
+  std::vector<double> climb;
+  for (int i = 0; i < 60; ++i) climb.push_back(50 + 100.0 * i / 59);
+  std::vector<double> flat(60, 100);
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] += (i % 2 ? 1 : -1);
+  const Interval iid = bootstrap_change_ci(flat, flat, 2, 2000, 7);
+  const Interval blocks = bootstrap_change_ci(climb, climb, 4, 2000, 7);
+  // THEN the climbing runs' interval is far wider
+  EXPECT_GT(blocks.high - blocks.low, 10 * (iid.high - iid.low));
+}
+
+TEST(Diff, ASlowdownBeyondThePercentageFailsTheGate) {
+  const RunDiff d = diff_profiles(view(steps(50, 100, 5, 3), 30), view(steps(50, 120, 5, 4), 30));
+  EXPECT_TRUE(d.significant);
+  EXPECT_TRUE(slower_than(d, 10));
+  EXPECT_FALSE(slower_than(d, 30));
+}
+
+TEST(Diff, TooFewStepsCallNothing) {
+  const RunDiff d = diff_profiles(view({100, 100, 100}, 30), view({50, 50, 50}, 30));
+  EXPECT_FALSE(d.significant);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.back().find("only 3 steady step(s)"), std::string::npos);
+}
+
+TEST(ProfileView, ReadsAProfileAndRefusesOtherJson) {
+  const std::string json = R"({"schema":"torchneck.profile/2","run":{"script":"/w/t.py","argv":["t.py","--x"]},
+    "env":{"torch":"2.6.0"},
+    "steps":{"count":4,"in_window":4,"step_ms":10,"breakdown_ms":{"data":2,"forward":8},
+      "per_step":[{"ms":30,"steady":false,"gpu_window":false},{"ms":10,"steady":true,"gpu_window":false},
+                  {"ms":11,"steady":true,"gpu_window":true},{"ms":9,"steady":true,"gpu_window":false}]},
+    "layers":[{"name":"net","forward_ms":9,"backward_ms":13,"leaf":false},
+              {"name":"fc","forward_ms":8,"backward_ms":12,"leaf":true}],
+    "ops":[{"name":"aten::addmm","self_ms":4}],
+    "python":[{"function":"f","file":"/w/t.py","line":3,"self_ms":2}],
+    "findings":[{"id":"input_bound","severity":"high","title":"T","estimated_gain_pct":null}],
+    "verdict":"V"})";
+  const ProfileView p = read_profile(json, "x");
+  EXPECT_EQ(p.script, "/w/t.py");
+  EXPECT_EQ(p.torch_version, "2.6.0");
+  EXPECT_EQ(p.steady_ms, (std::vector<double>{10, 9}));  // the GPU window's step left out
+  ASSERT_EQ(p.layers.size(), 1u);
+  EXPECT_EQ(p.layers[0].name, "fc");              // the container left out
+  EXPECT_DOUBLE_EQ(p.layers[0].ms_per_step, 5);  // 20 ms over 4 steps
+  EXPECT_EQ(p.python[0].name, "t.py(f)");
+  EXPECT_FALSE(p.findings[0].estimated_gain_pct.has_value());
+  EXPECT_EQ(p.phases.size(), 2u);
+  try {
+    read_profile(R"({"traceEvents":[]})", "trace.json");
+    FAIL() << "read a Kineto trace as a profile";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("trace.json: not a torchneck profile", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(read_profile("{\"schema\":", "cut.json"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace torchneck::compare

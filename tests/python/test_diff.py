@@ -1,0 +1,163 @@
+"""`torchneck diff` on planted pairs (tests/python/scripts/loops/diff_pair.py,
+two runs of one script whose knobs plant the change) against the change the
+script measures itself with time.perf_counter in the same two runs: the
+change within diff's own interval, the phase that moved, the findings
+resolved; two runs of one setting; the regression gate; Kineto traces; and
+bad input (one line, exit 2, nothing written)."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ROOT, load_profile, run_tool, script
+
+FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
+TOOL = os.path.join(ROOT, "torchneck")
+
+
+def diff(args, cwd=None):
+    return subprocess.run([TOOL, "diff", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def profiled(tmp_path, name, *args):
+    """A run of diff_pair.py with ARGS: (its output folder, the profile,
+    the script's own truth)."""
+    out = str(tmp_path / name)
+    truth = str(tmp_path / (name + ".truth.json"))
+    r = run_tool(["-o", out, script(os.path.join("loops", "diff_pair.py")), "--truth", truth, *args], timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(truth) as f:
+        return out, load_profile(out), json.load(f)
+
+
+def own_mean_ms(profile, truth):
+    """The script's own mean step over the steps the profile's diff samples
+    (steady, not the GPU window's): rows line up with per_step one to one."""
+    per_step = profile["steps"]["per_step"]
+    rows = truth["per_step_s"]["step"]
+    assert len(per_step) == len(rows), (len(per_step), len(rows))
+    keep = [i for i, s in enumerate(per_step) if s["steady"] and not s["gpu_window"]]
+    return 1e3 * sum(rows[i] for i in keep) / len(keep)
+
+
+def own_change_pct(before, after):
+    return 100 * (own_mean_ms(*after) / own_mean_ms(*before) - 1)
+
+
+def run_diff(tmp_path, before, after, *extra):
+    out = str(tmp_path / "diff")
+    r = diff(["-o", out, before, after, *extra])
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "diff.json")) as f:
+        d = json.load(f)
+    assert d["schema"] == "torchneck.diff/1"
+    assert os.path.getsize(os.path.join(out, "diff.html")) > 1000
+    return d, r.stdout
+
+
+def inside(value, interval, slack=1.0):
+    return interval[0] - slack <= value <= interval[1] + slack
+
+
+def test_a_faster_loader_is_the_data_phase_and_resolves_input_bound(tmp_path):
+    dir_b, pb, tb = profiled(tmp_path, "slow_loader", "--read-ms", "10", "--hidden", "256")
+    dir_a, pa, ta = profiled(tmp_path, "fast_loader", "--read-ms", "0.5", "--hidden", "256")
+    d, text = run_diff(tmp_path, dir_b, dir_a)
+    own = own_change_pct((pb, tb), (pa, ta))
+    # The change is the script's own within diff's interval (1 point of
+    # slack: the profiler's own cost per step differs a little between the
+    # two settings).
+    assert own < -30, f"the script's own clock shows {own:.1f} %: the pair planted no speed-up"
+    assert inside(own, d["ci95_pct"]), (own, d["step_change_pct"], d["ci95_pct"])
+    assert d["significant"] and d["step_change_pct"] < 0
+    assert d["phases"][0]["name"] == "data", d["phases"]
+    assert "input_bound" in d["findings"]["resolved"], d["findings"]
+    [detail] = [f for f in d["findings"]["details"] if f["id"] == "input_bound"]
+    assert detail["estimated_change_pct"] is not None and detail["measured_change_pct"] == d["step_change_pct"]
+    assert f"estimated {detail['estimated_change_pct']:+.1f} %, measured {d['step_change_pct']:+.1f} %" in text
+    assert text.startswith("torchneck diff\n") and "VERDICT: Faster: " in text
+
+
+def test_lighter_layers_move_forward_and_backward_and_resolve_heavy_layer(tmp_path):
+    dir_b, pb, tb = profiled(tmp_path, "heavy", "--hidden", "1024", "--read-ms", "0.5")
+    dir_a, pa, ta = profiled(tmp_path, "light", "--hidden", "64", "--read-ms", "0.5")
+    before_found = {f["id"] for f in pb["findings"] if f["severity"] in ("medium", "high")}
+    assert "heavy_layer" in before_found, f"the heavy setting planted no heavy_layer: {pb['findings']}"
+    d, _ = run_diff(tmp_path, dir_b, dir_a)
+    own = own_change_pct((pb, tb), (pa, ta))
+    assert inside(own, d["ci95_pct"]), (own, d["step_change_pct"], d["ci95_pct"])
+    assert {d["phases"][0]["name"], d["phases"][1]["name"]} == {"forward", "backward"}, d["phases"]
+    # The two middle Linear layers (named 2 and 4 by named_modules) moved most.
+    assert {d["layers"][0]["name"], d["layers"][1]["name"]} == {"2", "4"}, d["layers"][:3]
+    assert "heavy_layer" in d["findings"]["resolved"], d["findings"]
+
+
+def test_two_runs_of_one_setting_are_no_significant_change(tmp_path):
+    dir_b, pb, tb = profiled(tmp_path, "first", "--read-ms", "2")
+    dir_a, pa, ta = profiled(tmp_path, "second", "--read-ms", "2")
+    d, text = run_diff(tmp_path, dir_b, dir_a)
+    own = own_change_pct((pb, tb), (pa, ta))
+    assert inside(own, d["ci95_pct"]), (own, d["step_change_pct"], d["ci95_pct"])
+    # When the script's own clocks agree within the floor of run-to-run
+    # drift, diff must call it no change; a machine that drifted more
+    # between the two runs is a change both clocks see, and then only the
+    # interval's holding the script's own change (above) is checked.
+    if abs(own) < d["floor_pct"] - 0.5:
+        assert not d["significant"], (own, d["step_change_pct"], d["ci95_pct"])
+        assert "VERDICT: No significant change" in text
+    assert d["findings"]["resolved"] == [] or set(d["findings"]["resolved"]) <= {"input_bound"}
+
+
+def test_the_gate_fails_only_a_slowdown_beyond_its_percentage(tmp_path):
+    fast, _, _ = profiled(tmp_path, "fast", "--read-ms", "0.5", "--hidden", "256")
+    slow, _, _ = profiled(tmp_path, "slow", "--read-ms", "6", "--hidden", "256")
+    r = diff(["-o", str(tmp_path / "d1"), fast, slow, "--fail-if-slower", "10"])
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith("torchneck: slower by ") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert os.path.exists(tmp_path / "d1" / "diff.json")  # the report is written all the same
+    assert diff(["-o", str(tmp_path / "d2"), fast, slow, "--fail-if-slower=900"]).returncode == 0
+    assert diff(["-o", str(tmp_path / "d3"), slow, fast, "--fail-if-slower", "0"]).returncode == 0  # faster
+
+
+def test_a_kineto_trace_against_itself_is_no_change(tmp_path):
+    trace = os.path.join(FIXTURES, "v100_resnet50_num_workers_0.trace.json.gz")
+    d, _ = run_diff(tmp_path, trace, trace)
+    # The same steps on both sides: no change, an interval about 0 as wide
+    # as the trace's own step-to-step noise says, nothing significant.
+    assert d["step_change_pct"] == 0 and d["ci95_pct"][0] < 0 < d["ci95_pct"][1] and not d["significant"]
+    assert d["before"]["steady_steps"] >= 5 and d["before"]["step_ms"] > 0
+    assert d["findings"]["resolved"] == [] and d["findings"]["new"] == [] and d["findings"]["kept"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    run_dir, _, _ = profiled(tmp_path, "one", "--steps", "8")
+    other = tmp_path / "other.py"
+    for name, to in (("diff_pair.py", other), ("looptruth.py", tmp_path / "looptruth.py")):
+        with open(script(os.path.join("loops", name))) as f:
+            to.write_text(f.read())
+    other_dir = str(tmp_path / "other_run")
+    r = run_tool(["-o", other_dir, str(other), "--steps", "8"], timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    not_a_run = tmp_path / "empty"
+    not_a_run.mkdir()
+    junk = tmp_path / "junk.json"
+    junk.write_text("{\"schema\": \"something/1\"}")
+    cases = [
+        ([str(not_a_run), run_dir], "not a torchneck run or analyze folder"),
+        ([run_dir, str(tmp_path / "missing")], "no such file or folder"),
+        ([run_dir, other_dir], "different scripts; give --different-scripts"),
+        ([str(junk), run_dir], ""),
+        ([run_dir], "diff needs two runs"),
+    ]
+    for args, words in cases:
+        out = tmp_path / "d"
+        r = diff(["-o", str(out), *args])
+        assert r.returncode == 2, (args, r.returncode, r.stdout[-500:])
+        assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("torchneck: "), r.stderr
+        assert words in r.stderr, (words, r.stderr)
+        assert not out.exists(), args  # nothing written for a refused comparison
+    # AND different scripts are compared when asked, with a note
+    d, text = run_diff(tmp_path, run_dir, other_dir, "--different-scripts")
+    assert d["same_script"] is False and "different scripts" in " ".join(d["notes"])
