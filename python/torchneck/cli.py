@@ -104,7 +104,7 @@ https://ui.perfetto.dev or chrome://tracing.
 _RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
                 "--trace-steps", "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps",
                 "--nvml-interval-ms", "--no-gc",
-                "--top"]
+                "--top", "--try", "--try-steps"]
 
 COMMANDS = {c.name: c for c in [
     Command("run", "profile a script: run it once, unchanged, and report where the time went",

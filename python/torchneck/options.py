@@ -28,7 +28,7 @@ class Option:
     def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None, choices=PYTHON_MODES):
         self.names = names      # ("-o", "--output"): the first long one is canonical
         self.dest = dest        # attribute of the parsed options
-        self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder"
+        self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder", "setting"
         self.choices = choices  # a "mode"'s values
         self.help = help        # lines of help, without the spelling column
         self.metavar = metavar
@@ -99,6 +99,16 @@ OPTIONS = {o.long: o for o in [
            default=True),
     Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,
            default=15),
+    Option(("--try",), "try_setting", "setting", [
+        "after the profiled run, measure a setting without editing",
+        "the script: it runs again unprofiled, twice with and twice",
+        "without it, interleaved, --try-steps steps each: num_workers=N,",
+        "prefetch_factor=N, pin_memory=B, persistent_workers=B",
+        "(every DataLoader), threads=N, cudnn_benchmark=B, tf32=B;",
+        "auto: the settings the findings suggest (docs/try.md)"], "SETTING"),
+    Option(("--try-steps",), "try_steps", "int", [
+        "optimizer steps timed in each --try run, after 3 of",
+        "warm-up (default 20)"], "N", 5, 100000, default=20),
 ]}
 
 # The spelling column of the help (wide enough for "-o DIR, --output=DIR").
@@ -154,6 +164,10 @@ def _value(o, name, value):
             raise UsageError(f"{name} must be {', '.join(o.choices[:-1])} or {o.choices[-1]}, "
                              f"not '{value}'")
         return value, value
+    if o.kind == "setting":
+        from torchneck.experiment import canonical, parse_setting
+        key, v = parse_setting(value)
+        return value, (key if v is None else canonical(key, v))
     # a folder: the same folder however spelled ("out" and "./out/")
     if not value:
         raise UsageError(f"{name} needs a folder name")
@@ -227,3 +241,5 @@ def _check_run_conflicts(p):
     for name in ("--timeline-events", "--timeline-steps"):
         if name in p.given and not p.ops:
             raise UsageError(f"{name} conflicts with --no-ops (no operator events are kept)")
+    if "--try-steps" in p.given and p.try_setting is None:
+        raise UsageError("--try-steps needs --try (it sizes the --try runs)")

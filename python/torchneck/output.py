@@ -59,10 +59,27 @@ def discard_dir(out_dir):
     _remove_created(created)
 
 
-def report(session, facts, out_dir):
+# Reports written but not shown yet (report(show=False)): out_dir -> text.
+held = {}
+
+
+def show(text):
+    """The report on stderr, in one write."""
+    try:
+        sys.stderr.flush()
+        data = ("\n" + text).encode("utf-8", "replace")
+        while data:
+            data = data[os.write(2, data):]
+    except OSError:
+        pass
+
+
+def report(session, facts, out_dir, show_now=True):
     """Collects and writes the files, then prints the report to stderr in one
-    write, after the script's own output has been flushed. A failure to
-    write is one line on stderr; returns whether the report was written."""
+    write, after the script's own output has been flushed (or, show_now
+    False, keeps its text in `held` for a report that follows: run --try's).
+    A failure to write is one line on stderr; returns whether the report
+    was written."""
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -81,14 +98,10 @@ def report(session, facts, out_dir):
         text, error = None, e
     if isinstance(text, tuple):  # (report text, write error or None)
         text, error = text
-    if text:
-        try:
-            sys.stderr.flush()
-            data = ("\n" + text).encode("utf-8", "replace")
-            while data:
-                data = data[os.write(2, data):]
-        except OSError:
-            pass
+    if text and show_now:
+        show(text)
+    elif text:
+        held[out_dir] = text
     if error:  # last, where the user looks
         try:
             sys.stderr.write(f"torchneck: {_one_line(error)}\n")

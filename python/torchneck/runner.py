@@ -178,6 +178,32 @@ def _load_native():
     return _torchneck
 
 
+def _experiments(native, options, target, out_dir, wall_s):
+    """run --try (experiment.py): the setting's runs, then the report again
+    with them; the profiled run's report alone if they cannot be run or are
+    interrupted."""
+    from torchneck import experiment
+
+    text = output.held.pop(out_dir)
+    progress = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
+    try:
+        settings, why = experiment.settings_to_try(options.try_setting, out_dir)
+        if why:
+            progress(f"torchneck: {why}")
+        if settings:
+            argv = (["-m", target.module] if target.module is not None else [target.path]) + list(target.args)
+            # A run of a few steps should take well under the profiled run's
+            # time; five times it (at least a minute) is a run that will not stop.
+            timeout = max(60.0, 5 * wall_s)
+            found = experiment.run_experiments(native, settings, argv, options.try_steps, timeout, out_dir, progress)
+            text = native.report_with_experiments(out_dir, os.getcwd(), found, options.top, options.trace_steps)
+    except KeyboardInterrupt:
+        progress("torchneck: --try interrupted: the report is the profiled run's alone")
+    except (RuntimeError, OSError) as e:
+        progress(f"torchneck: --try failed ({' '.join(str(e).split())}): the report is the profiled run's alone")
+    output.show(text)
+
+
 def run(options):
     target = _Target(options)  # UsageError before anything starts
     _torchneck = _load_native()
@@ -236,6 +262,7 @@ def run(options):
     # called from one).
     main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
     ended = []
+    profiled_wall = []
 
     def finish(code, ending):
         """Stops the collectors and writes the report, once."""
@@ -258,12 +285,13 @@ def run(options):
             main_thread_runqueue_s=(_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0)
         process = runfacts.process_info(pid=launcher_pid, role="main", worker_id=-1, start_method="", wall_s=wall,
                                         busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
+        profiled_wall.append(wall)
         output.report(session, runfacts.run_facts(run=run, env=facts.snapshot(), notes=facts.notes + guard.notes(),
                                                   thread_names=envfacts.thread_names(),
                                                   main_tid=threading.main_thread().native_id, process=process,
                                                   growing_graphs=graphs.growing_graphs(),
                                                   gpu_window=window.facts(_torchneck)),
-                      out_dir)
+                      out_dir, show_now=not (options.try_setting and code == 0))
 
     real_exit = os._exit
 
@@ -329,6 +357,8 @@ def run(options):
         os._exit = real_exit
         session.stop()
     finish(exit_code, ending)
+    if out_dir in output.held:  # run --try: the experiments, then the report with them
+        _experiments(_torchneck, options, target, out_dir, profiled_wall[0] if profiled_wall else 0.0)
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path

@@ -3,6 +3,7 @@
 
 #include "analyze/compiled.h"
 #include "analyze/diagnosis.h"
+#include "analyze/experiments.h"
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "analyze/nvml.h"
@@ -21,6 +22,9 @@ struct Analysis {
   MemoryAnalysis memory;  // resident memory over the run (analyze/memory.h)
   GcAnalysis gc;          // garbage collections
   NvmlAnalysis nvml;      // the GPUs over the whole run, from NVML (analyze/nvml.h)
+  // run --try: each experiment's measurement (analyze/experiments.h); they
+  // point into the Run analysed.
+  std::vector<ExperimentResult> experiments;
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
   std::vector<gpu::GpuReport> gpu;
@@ -45,6 +49,8 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   a.memory = in.memory;
   a.gc = in.gc;
   a.nvml = analyze_nvml(run, a.steps);
+  a.experiments = analyze_experiments(run);
+  apply_experiments(a.diagnosis, a.experiments, a.steps);
   return a;
 }
 

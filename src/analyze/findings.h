@@ -60,6 +60,13 @@ struct Finding {
   // set for every finding by finish_diagnosis (diagnosis.h).
   std::string confidence;
   std::string confidence_basis;
+  // The setting `run --try` applies to measure this finding's fix without
+  // editing the script ("num_workers=4", "threads=2"); "" when it has none.
+  std::string try_setting;
+  // Set when `run --try` measured it (analyze/experiments.h): the step time
+  // saved, in %, and its 95 % interval.
+  std::optional<double> measured_gain_pct;
+  double measured_gain_low = 0, measured_gain_high = 0;
 };
 
 // A finding of the table's id at its default severity: how every detector

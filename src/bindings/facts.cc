@@ -86,6 +86,16 @@ void bind_facts(py::module_& m) {
       .def_readwrite("batches", &ProcessInfo::batches)
       .def_readwrite("batch_ns_max", &ProcessInfo::batch_ns_max);
 
+  py::class_<Experiment>(m, "Experiment")
+      .def(py::init<>())
+      .def_readwrite("setting", &Experiment::setting)
+      .def_readwrite("state", &Experiment::state)
+      .def_readwrite("applied", &Experiment::applied)
+      .def_readwrite("note", &Experiment::note)
+      .def_readwrite("rounds", &Experiment::rounds)
+      .def_readwrite("warmup_steps", &Experiment::warmup_steps)
+      .def_readwrite("baseline_ns", &Experiment::baseline_ns)
+      .def_readwrite("try_ns", &Experiment::try_ns);
   py::class_<GrowingGraph>(m, "GrowingGraph")
       .def(py::init<>())
       .def_readwrite("variable", &GrowingGraph::variable)

@@ -275,6 +275,39 @@ class Session {
   std::vector<std::string> info_notes_;
 };
 
+// `torchneck report DIR` (and run --try's second report): the report again
+// from DIR/profile.spill; `experiments`, when given, join the run first and
+// the spill is saved with them.
+std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps,
+                          const std::vector<Experiment>* experiments) {
+  Run run = load_run(dir + "/profile.spill");
+  if (experiments != nullptr) {
+    run.experiments = *experiments;
+    save_run(run, dir + "/profile.spill");
+  }
+  // A periodic or crash-time spill has not merged the workers yet; the
+  // ones that exited wrote their profiles next to it.
+  const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
+                                  [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
+  if (!merged) {
+    const std::vector<Run> workers = load_worker_runs(dir, run.notes);
+    if (!workers.empty()) {
+      ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+      main.role = ProcessRole::kMain;
+      merge_workers(run, main, workers);
+    } else {
+      run.processes.clear();  // as finish() leaves a run without workers
+    }
+  }
+  OutputOptions out;
+  out.dir = dir;
+  out.cwd = cwd;
+  out.summary.top_python = out.summary.top_ops = top;
+  out.trace.steps = trace_steps;
+  // The GPU window's trace, when it is still where the run left it.
+  return write_analysed(run, analyze_with_gpu_window(run, out.summary), out);
+}
+
 }  // namespace
 }  // namespace torchneck
 
@@ -325,30 +358,20 @@ PYBIND11_MODULE(_torchneck, m) {
       "report_from_spill",
       [](const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
         py::gil_scoped_release nogil;
-        Run run = load_run(dir + "/profile.spill");
-        // A periodic or crash-time spill has not merged the workers yet; the
-        // ones that exited wrote their profiles next to it.
-        const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
-                                        [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
-        if (!merged) {
-          const std::vector<Run> workers = load_worker_runs(dir, run.notes);
-          if (!workers.empty()) {
-            ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-            main.role = ProcessRole::kMain;
-            merge_workers(run, main, workers);
-          } else {
-            run.processes.clear();  // as finish() leaves a run without workers
-          }
-        }
-        OutputOptions out;
-        out.dir = dir;
-        out.cwd = cwd;
-        out.summary.top_python = out.summary.top_ops = top;
-        out.trace.steps = trace_steps;
-        // The GPU window's trace, when it is still where the run left it.
-        return write_analysed(run, analyze_with_gpu_window(run, out.summary), out);
+        return report_of_dir(dir, cwd, top, trace_steps, nullptr);
       },
       py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
+  // run --try: the experiments join the run's spill (so `torchneck report
+  // DIR` keeps them) and the report is written again with them.
+  m.def(
+      "report_with_experiments",
+      [](const std::string& dir, const std::string& cwd, const std::vector<Experiment>& experiments, size_t top,
+         int64_t trace_steps) {
+        py::gil_scoped_release nogil;
+        return report_of_dir(dir, cwd, top, trace_steps, &experiments);
+      },
+      py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = 15,
+      py::arg("trace_steps") = kDefaultTraceSteps);
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

@@ -10,13 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "analyze/bootstrap.h"
 #include "compare/profile_view.h"
 
 namespace torchneck::compare {
-
-struct Interval {
-  double low = 0, high = 0;
-};
 
 // A row present in either run: its time per step in each (0 when absent:
 // not run, or below the profile's top rows), after - before.
@@ -75,14 +72,6 @@ struct RunDiff {
 };
 
 RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& options = {});
-
-// The change of the mean of `after` over the mean of `before`, in %, and its
-// 95 % percentile interval from a moving-block bootstrap (blocks of
-// `block_length` consecutive steps, resampled circularly, so that trends and
-// bursts inside a run widen the interval as they should), expanded for few
-// steps (diff.cc).
-Interval bootstrap_change_ci(const std::vector<double>& before, const std::vector<double>& after, int block_length,
-                             int resamples, uint64_t seed);
 
 // `--fail-if-slower PCT`: the run got slower by more than PCT and the
 // slowdown is significant (outside the noise).

@@ -252,6 +252,26 @@ struct GrowingGraph {
   bool kept = true;
 };
 
+// One `run --try SETTING` experiment (python/torchneck/experiment.py):
+// the script run again, unprofiled, for a bounded number of steps, with the
+// setting applied and without it, interleaved (baseline, try, try,
+// baseline: a drift of the machine cancels), each run stopped cleanly
+// after its steps.
+struct Experiment {
+  std::string setting;  // "num_workers=4", "threads=2"
+  // "measured"; "not_applicable" (nothing to apply it to: no DataLoader, no
+  // CUDA), "overridden" (the script set it back itself), "failed" (a run
+  // ended badly or saw no optimizer step).
+  std::string state;
+  std::string applied;  // what was changed, and where ("DataLoader(num_workers=4) at train.py:40 (the script passes 0)")
+  std::string note;     // why not, or what cut it short
+  int64_t rounds = 0;   // baseline/try pairs run
+  int64_t warmup_steps = 0;  // left out of each run's steps
+  // Step durations (optimizer step to optimizer step) after each run's
+  // warm-up, the runs' in the order they ran, baseline and try apart.
+  std::vector<int64_t> baseline_ns, try_ns;
+};
+
 // A GPU sampled through NVML over the whole run (collect/system/nvml_sampler.h):
 // those CUDA_VISIBLE_DEVICES names, in its order, else every GPU in NVML's
 // order. "GPU k" in the reports is its index in Run::nvml_devices: torch's
@@ -326,6 +346,7 @@ struct Run {
   GcTotals gc;
   bool gc_observed = false;  // gc.callbacks was watched (false: nothing known)
   std::vector<GrowingGraph> growing_graphs;
+  std::vector<Experiment> experiments;  // run --try: the setting measured against the baseline
   GpuWindow gpu_window;  // mode empty: not a live run, or a launcher without it
   // The GPUs over the whole run from NVML (models above): empty on a machine
   // without NVML, with --nvml-interval-ms=0, and for an ingested trace.

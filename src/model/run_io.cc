@@ -17,7 +17,8 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
-// samples; 8: the GPU window.
+// samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
+// experiments.
 constexpr uint32_t kVersion = 9;
 
 OpKind op_kind(Reader& r) {
@@ -278,6 +279,7 @@ std::string encode_run(const Run& run) {
   put_memory_and_gc(w, run);
   put_nvml(w, run);
   put_gpu_window(w, run.gpu_window);
+  put_experiments(w, run);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -404,6 +406,7 @@ Run decode_run(const std::string& bytes) {
   get_memory_and_gc(r, run);
   get_nvml(r, run);
   get_gpu_window(r, run.gpu_window);
+  get_experiments(r, run);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

@@ -96,5 +96,7 @@ void put_nvml(Writer& w, const Run& run);
 void get_nvml(Reader& r, Run& run);
 void put_gpu_window(Writer& w, const GpuWindow& g);
 void get_gpu_window(Reader& r, GpuWindow& g);
+void put_experiments(Writer& w, const Run& run);
+void get_experiments(Reader& r, Run& run);
 
 }  // namespace torchneck::run_io_detail

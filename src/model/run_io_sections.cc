@@ -175,4 +175,36 @@ void get_gpu_window(Reader& r, GpuWindow& g) {
   }
 }
 
+void put_experiments(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.experiments.size());
+  for (const Experiment& e : run.experiments) {
+    w.str(e.setting);
+    w.str(e.state);
+    w.str(e.applied);
+    w.str(e.note);
+    w.num(e.rounds);
+    w.num(e.warmup_steps);
+    for (const std::vector<int64_t>* v : {&e.baseline_ns, &e.try_ns}) {
+      w.num<uint64_t>(v->size());
+      for (int64_t d : *v) w.num(d);
+    }
+  }
+}
+
+void get_experiments(Reader& r, Run& run) {
+  run.experiments.resize(r.count(48));
+  for (Experiment& e : run.experiments) {
+    e.setting = r.str();
+    e.state = r.str();
+    e.applied = r.str();
+    e.note = r.str();
+    e.rounds = r.num<int64_t>();
+    e.warmup_steps = r.num<int64_t>();
+    for (std::vector<int64_t>* v : {&e.baseline_ns, &e.try_ns}) {
+      v->resize(r.count(8));
+      for (int64_t& d : *v) d = r.num<int64_t>();
+    }
+  }
+}
+
 }  // namespace torchneck::run_io_detail

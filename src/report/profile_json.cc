@@ -1,6 +1,7 @@
 #include "report/profile_json.h"
 
 #include "core/clock.h"
+#include "report/experiments_report.h"
 #include "report/gpu_sections.h"
 #include "report/json_writer.h"
 
@@ -315,6 +316,12 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
     w.field("gain_arithmetic", f.gain_arithmetic);
     w.field("confidence", f.confidence);
     w.field("confidence_basis", f.confidence_basis);
+    w.field("try_setting", f.try_setting);
+    w.key("measured_gain_pct");
+    f.measured_gain_pct ? w.value(*f.measured_gain_pct) : w.null();
+    w.key("measured_gain_ci95_pct");
+    if (f.measured_gain_pct) w.begin_array().value(f.measured_gain_low).value(f.measured_gain_high).end_array();
+    else w.null();
     for (const auto& [key, value] : f.numbers) w.field(key.c_str(), value);
     w.end_object();
   }
@@ -537,6 +544,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   write_memory(w, run, analysis.memory);
   write_gc(w, analysis.gc, run.gc_pauses.size());
   write_gpu_window_json(w, run.gpu_window);
+  write_experiments_json(w, analysis.experiments);
   write_nvml(w, run, analysis.nvml);
   if (!analysis.gpu.empty()) {
     w.key("gpu");

@@ -1,3 +1,4 @@
+#include "report/experiments_report.h"
 #include "report/terminal_report.h"
 
 #include "model/processes.h"
@@ -152,6 +153,11 @@ void verdict_and_findings(std::string& out, const Diagnosis& d) {
     out += "      fix:      " + f.recommendation + "\n";
     if (f.estimated_gain_pct) appendf(out, "      gain:     about -%.0f %% step time (%s)\n", *f.estimated_gain_pct, f.gain_arithmetic.c_str());
     else out += "      gain:     " + f.gain_arithmetic + "\n";
+    if (f.measured_gain_pct)
+      appendf(out, "      measured: %+.1f %% step time (95 %% interval %+.1f .. %+.1f %%), with --try %s\n",
+              -*f.measured_gain_pct, -f.measured_gain_high, -f.measured_gain_low, f.try_setting.c_str());
+    else if (!f.try_setting.empty())
+      out += "      try it:   torchneck run --try " + f.try_setting + " ... measures it without editing the script\n";
     if (!f.confidence.empty()) out += "      confidence: " + f.confidence + " (" + f.confidence_basis + ")\n";
   }
 }
@@ -372,6 +378,7 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
             ending == EndingKind::kFinished ? "" : to_string(run.run.ending).c_str(), run.run.wall_s, python_mode);
   }
   verdict_and_findings(out, analysis.diagnosis);
+  out += experiments_text(analysis.experiments);
   step_breakdown(out, analysis.steps);
   memory_section(out, analysis.memory, analysis.gc);
   nvml_section(out, run, analysis.nvml);

@@ -115,6 +115,17 @@ Run full_run() {
   r.nvml_devices = {{3, "NVIDIA H200", "GPU-5c1f", 150'000'000'000, -1}, {1, "NVIDIA H200", "GPU-77aa", -1, 205}};
   r.nvml = {{5, 0, 87, 40, 1980, 60'000'000'000, 512'000}, {5, 1, -1, -1, -1, -1, -1}, {105, 0, 90, 41, 1755, -1, 690'000}};
   r.nvml_interval_ns = 100'000'000;
+  r.growing_graphs[0].kept = false;
+  Experiment e;
+  e.setting = "num_workers=2";
+  e.state = "measured";
+  e.applied = "DataLoader(num_workers=2) at train.py:97 (the script passes 0)";
+  e.note = "n";
+  e.rounds = 2;
+  e.warmup_steps = 3;
+  e.baseline_ns = {40, 41};
+  e.try_ns = {20};
+  r.experiments = {e};
   return r;
 }
 
@@ -157,6 +168,12 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.growing_graphs.at(0).code, "total_loss += loss");
   EXPECT_EQ(after.growing_graphs.at(0).line, 42);
   EXPECT_EQ(after.growing_graphs.at(0).step_last, 32);
+  EXPECT_FALSE(after.growing_graphs.at(0).kept);
+  ASSERT_EQ(after.experiments.size(), 1u);
+  EXPECT_EQ(after.experiments[0].applied, "DataLoader(num_workers=2) at train.py:97 (the script passes 0)");
+  EXPECT_EQ(after.experiments[0].warmup_steps, 3);
+  EXPECT_EQ(after.experiments[0].baseline_ns, (std::vector<int64_t>{40, 41}));
+  EXPECT_EQ(after.experiments[0].try_ns, (std::vector<int64_t>{20}));
   EXPECT_EQ(after.gpu_window.state, "recorded");
   EXPECT_EQ(after.gpu_window.trace_path, "/out/gpu/kineto.trace.json");
   EXPECT_EQ(after.gpu_window.activities, (std::vector<std::string>{"cpu", "cuda"}));

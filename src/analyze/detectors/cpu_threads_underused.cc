@@ -43,7 +43,9 @@ void detect_cpu_threads_underused(const DiagnosisInput& in, std::vector<Finding>
                                   : ", leaving cores for DataLoader workers if you add them");
   // How much the operators scale with threads depends on their kernels and
   // sizes: no number is promised without measuring it.
-  f.gain_arithmetic = "not estimated: intra-op scaling depends on the operators; measure with the suggested setting";
+  f.gain_arithmetic = "not estimated: intra-op scaling depends on the operators; measure it: torchneck run --try threads=" +
+                      std::to_string(spare);
+  f.try_setting = "threads=" + std::to_string(spare);
   out.push_back(std::move(f));
 }
 

@@ -63,6 +63,7 @@ void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_
                        ", persistent_workers=True): the workers are saturated and wait rather than compute; or make " +
                        transform + " wait less (read fewer, larger files; cache)";
     const int64_t likely = std::max(C, T * workers / more);
+    f.try_setting = "num_workers=" + std::to_string(more);
     f.estimated_gain_pct = 100.0 * share(T - likely, T);
     f.gain_arithmetic = "step " + fmt_ms(T) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
                         " workers, at least the rest of the step " + fmt_ms(C) + " -> " + fmt_ms(likely);
@@ -77,6 +78,7 @@ void with_worker_numbers(const DiagnosisInput& in, Finding& f, int64_t T, int64_
                          ", persistent_workers=True): the workers are saturated and " + std::to_string(spare) +
                          " core(s) are free; and make " + transform + " cheaper";
       const int64_t likely = C + D * workers / more;
+      f.try_setting = "num_workers=" + std::to_string(more);
       f.estimated_gain_pct = 100.0 * share(T - likely, T);
       f.gain_arithmetic = "wait " + fmt_ms(D) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
                           " saturated workers -> step " + fmt_ms(likely);
@@ -154,6 +156,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     const int64_t loading = D;  // with no workers, the wait is the loading cost itself
     const int64_t best = std::max(C, loading / suggested);
     const int64_t likely = std::max(C, loading / parallel);
+    f.try_setting = "num_workers=" + std::to_string(suggested);
     f.estimated_gain_pct = 100.0 * share(T - likely, T);
     f.gain_arithmetic = "step " + fmt_ms(T) + " -> max(rest of step " + fmt_ms(C) + ", loading " + fmt_ms(loading) +
                         " / " + std::to_string(parallel) + " parallel worker(s)) = " + fmt_ms(likely);
@@ -170,6 +173,7 @@ void detect_input_bound(const DiagnosisInput& in, std::vector<Finding>& out) {
     if (more > workers) {
       // The wait shrinks as the producing rate grows with the worker count.
       const int64_t likely = C + D * workers / more;
+      f.try_setting = "num_workers=" + std::to_string(more);
       f.estimated_gain_pct = 100.0 * share(T - likely, T);
       f.gain_arithmetic = "wait " + fmt_ms(D) + " x " + std::to_string(workers) + "/" + std::to_string(more) +
                           " workers -> step " + fmt_ms(likely);
