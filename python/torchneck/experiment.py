@@ -33,7 +33,12 @@ SETTINGS = {
     "threads": ("int", 1),
     "cudnn_benchmark": ("bool", 0),
     "tf32": ("bool", 0),
+    "autocast": ("dtype", 0),
 }
+# What autocast=... accepts: bfloat16 needs no loss scaling, so it can be
+# put around the model from outside; float16 needs a GradScaler in the
+# script's own backward and step, which the launcher cannot add.
+AUTOCAST_DTYPES = ("bfloat16",)
 _LOADER = ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers")
 # Warm-up optimizer steps left out of each child's timing (worker start-up,
 # the allocator's first growth, lazy initialisation), as the profile's own
@@ -54,6 +59,12 @@ def parse_setting(text):
     if name not in SETTINGS or not eq:
         raise UsageError(f"--try takes auto or NAME=VALUE with NAME one of {', '.join(SETTINGS)}, not '{text}'")
     kind, lowest = SETTINGS[name]
+    if kind == "dtype":
+        if value not in AUTOCAST_DTYPES:
+            why = (": float16 needs a GradScaler in the script's own backward and step, which --try cannot add"
+                   if value == "float16" else "")
+            raise UsageError(f"--try autocast must be {' or '.join(AUTOCAST_DTYPES)}, not '{value}'{why}")
+        return name, value
     if kind == "bool":
         if value.lower() not in ("true", "false", "1", "0"):
             raise UsageError(f"--try {name} must be true or false, not '{value}'")
@@ -116,6 +127,8 @@ class _Child:
                 return original(n)
 
             torch.set_num_threads = set_num_threads
+        elif self.name == "autocast":
+            self._autocast(torch)
         elif not torch.cuda.is_available():
             self.state = "not_applicable"
             self.notes.append(f"{self.name} changes CUDA work only, and CUDA is not available here")
@@ -127,6 +140,34 @@ class _Child:
             torch.backends.cudnn.allow_tf32 = self.value
             self.applied.append(f"torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = "
                                 f"{self.value}")
+
+    def _autocast(self, torch):
+        """Every outermost nn.Module call (the model, the loss module) runs
+        under torch.autocast: what `with torch.autocast(...)` around the
+        forward and the loss does; the backward and the step stay outside."""
+        import threading
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = getattr(torch, self.value)
+        module = torch.nn.Module
+        original = module.__call__
+        depth = threading.local()
+        child = self
+
+        def __call__(m, *args, **kwargs):
+            if getattr(depth, "n", 0):
+                return original(m, *args, **kwargs)
+            depth.n = 1
+            child.loaders += 1  # counted as applied
+            try:
+                with torch.autocast(device, dtype=dtype):
+                    return original(m, *args, **kwargs)
+            finally:
+                depth.n = 0
+
+        module.__call__ = __call__
+        self.applied.append(f"torch.autocast({device!r}, dtype=torch.{self.value}) around every outermost "
+                            "nn.Module call (the model's forward, a loss module)")
 
     def _patch_loader(self, torch):
         import inspect
@@ -200,6 +241,9 @@ class _Child:
             state = "not_applicable"
             if not notes:
                 notes.append("the script makes no DataLoader")
+        elif state == "measured" and self.name == "autocast" and self.loaders == 0:
+            state = "not_applicable"
+            notes.append("the script calls no nn.Module")
         elif state == "measured" and len(self.step_ends) < 2:
             state = "failed"
             notes.append("no optimizer steps to time: --try measures optimizer.step() to optimizer.step()")

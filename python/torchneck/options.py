@@ -104,7 +104,8 @@ OPTIONS = {o.long: o for o in [
         "the script: it runs again unprofiled, twice with and twice",
         "without it, interleaved, --try-steps steps each: num_workers=N,",
         "prefetch_factor=N, pin_memory=B, persistent_workers=B",
-        "(every DataLoader), threads=N, cudnn_benchmark=B, tf32=B;",
+        "(every DataLoader), threads=N, cudnn_benchmark=B, tf32=B,",
+        "autocast=bfloat16 (around the model's forward and loss);",
         "auto: the settings the findings suggest (docs/try.md)"], "SETTING"),
     Option(("--try-steps",), "try_steps", "int", [
         "optimizer steps timed in each --try run, after 3 of",

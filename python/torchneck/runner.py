@@ -291,7 +291,11 @@ def run(options):
                                                   main_tid=threading.main_thread().native_id, process=process,
                                                   growing_graphs=graphs.growing_graphs(),
                                                   gpu_window=window.facts(_torchneck)),
-                      out_dir, show_now=not (options.try_setting and code == 0))
+                      # run --try holds the report back for the one with its
+                      # experiments: only after a script that ended well and
+                      # returns here (not os._exit's, which exits at once).
+                      out_dir, show_now=not (options.try_setting and code == 0
+                                             and ending in ("finished", "sys_exit")))
 
     real_exit = os._exit
 

@@ -110,6 +110,7 @@ RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& 
     } else {
       c.state = FindingState::kResolved;
       if (f->estimated_gain_pct) c.estimated_change_pct = -*f->estimated_gain_pct;
+      if (f->measured_gain_pct) c.try_change_pct = -*f->measured_gain_pct;
     }
     d.findings.push_back(c);
   }

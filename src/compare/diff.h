@@ -33,6 +33,9 @@ struct FindingChange {
   // Resolved: the step time change the finding promised (-its estimated
   // gain), beside the change measured (RunDiff::change_pct).
   std::optional<double> estimated_change_pct;
+  // Resolved, when BEFORE's run --try measured the finding's setting: the
+  // change it measured (-its measured gain).
+  std::optional<double> try_change_pct;
 };
 
 // Changes smaller than this are by default never called significant

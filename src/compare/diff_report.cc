@@ -33,8 +33,9 @@ const Mover* top_phase(const RunDiff& d) {
 
 std::string measured_vs_estimate(const RunDiff& d, const FindingChange& f) {
   if (f.state != FindingState::kResolved) return "";
-  return f.estimated_change_pct ? "estimated " + pct(*f.estimated_change_pct) + ", measured " + pct(d.change_pct)
-                                : "no gain estimated, measured " + pct(d.change_pct);
+  std::string s = f.estimated_change_pct ? "estimated " + pct(*f.estimated_change_pct) : "no gain estimated";
+  if (f.try_change_pct) s += ", measured by --try " + pct(*f.try_change_pct);
+  return s + ", measured " + pct(d.change_pct);
 }
 
 std::string html_escape(const std::string& s) {
@@ -161,7 +162,7 @@ std::string diff_text(const RunDiff& d) {
   text_table(out, "Layers that moved most (forward + backward, ms per step)", d.layers);
   text_table(out, "Operators that moved most (self time, ms per step)", d.ops);
   text_table(out, "Python functions that moved most (self time, ms per step)", d.python);
-  out += "\nFindings (medium or high)\n";
+  out += "\nFindings (medium or high; \"measured\" is the whole change between the two runs)\n";
   if (d.findings.empty()) out += "  none in either run\n";
   for (const FindingChange& f : d.findings) {
     const std::string sev = f.state == FindingState::kNew    ? f.severity_after
@@ -213,6 +214,8 @@ std::string diff_json(const RunDiff& d) {
     w.field("title", f.title);
     w.key("estimated_change_pct");
     f.estimated_change_pct ? w.value(*f.estimated_change_pct) : w.null();
+    w.key("try_change_pct");
+    f.try_change_pct ? w.value(*f.try_change_pct) : w.null();
     w.key("measured_change_pct");
     f.state == FindingState::kResolved ? w.value(d.change_pct) : w.null();
     w.end_object();
@@ -243,7 +246,8 @@ std::string diff_html(const RunDiff& d) {
   html_table(out, "Layers that moved most", d.layers);
   html_table(out, "Operators that moved most", d.ops);
   html_table(out, "Python functions that moved most", d.python);
-  out += "<h2>Findings (medium or high)</h2>";
+  out += "<h2>Findings (medium or high)</h2><p class=\"muted\">\"measured\" is the whole change between the two "
+         "runs</p>";
   if (d.findings.empty()) out += "<div class=\"empty\">none in either run</div>";
   else out += "<table><thead><tr><th>state</th><th>finding</th><th>title</th><th>gain</th></tr></thead><tbody>";
   for (const FindingChange& f : d.findings)

@@ -120,9 +120,10 @@ ProfileView read_profile(const std::string& json_text, const std::string& label)
   for (dom::element e : array_at(root, "findings")) {
     dom::object f;
     if (e.get_object().get(f) != simdjson::SUCCESS) continue;
-    FindingView fv{string_at(f, "id"), string_at(f, "severity"), string_at(f, "title"), std::nullopt};
+    FindingView fv{string_at(f, "id"), string_at(f, "severity"), string_at(f, "title"), std::nullopt, std::nullopt};
     dom::element g;
     if (f.at_key("estimated_gain_pct").get(g) == simdjson::SUCCESS && !g.is_null()) fv.estimated_gain_pct = number(g);
+    if (f.at_key("measured_gain_pct").get(g) == simdjson::SUCCESS && !g.is_null()) fv.measured_gain_pct = number(g);
     v.findings.push_back(std::move(fv));
   }
   v.verdict = string_at(root, "verdict");

@@ -21,6 +21,7 @@ struct Row {
 struct FindingView {
   std::string id, severity, title;
   std::optional<double> estimated_gain_pct;  // null in the profile: no gain backed
+  std::optional<double> measured_gain_pct;   // run --try measured its setting (docs/try.md)
 };
 
 struct PhaseView {

@@ -6,6 +6,7 @@ has no optimizer steps to time, bad usage (docs/try.md)."""
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 
@@ -135,3 +136,17 @@ def test_bad_try_usage_is_one_line_and_exit_2(tmp_path):
         r = run_tool(["-o", str(tmp_path / "o"), *args, target], timeout=120)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and words in r.stderr, (args, r.stderr)
         assert not (tmp_path / "o").exists()
+
+
+def test_bfloat16_autocast_is_applied_around_the_model(tmp_path):
+    target = write(tmp_path, "t.py", LOOP)
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, "--try", "autocast=bfloat16", "--try-steps", "10", target], timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    e = experiments(load_profile(out))["autocast=bfloat16"]
+    assert e["state"] == "measured", e
+    assert re.match(r"torch\.autocast\('(cpu|cuda)', dtype=torch\.bfloat16\) around every outermost", e["applied"]), e
+    assert e["steps"]["try"] >= 10 and e["measured_gain_pct"] is not None
+    # float16 is refused: it needs a GradScaler the launcher cannot add
+    r = run_tool(["-o", str(tmp_path / "o2"), "--try", "autocast=float16", target], timeout=120)
+    assert r.returncode == 2 and "GradScaler" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
