@@ -12,12 +12,13 @@ writes them, with what it applied, to a JSON file; the native side turns
 the step times into the gain and its interval (src/analyze/experiments.h).
 
 A child is this module: `python -m torchneck.experiment --setting S|none
---steps N --warmup W --out PATH (SCRIPT | -m MODULE) [ARGS...]`.
+--steps N --warmup W --out PATH -- (SCRIPT | -m MODULE) [ARGS...]`.
 """
 
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import time
@@ -259,9 +260,11 @@ def child_main(argv):
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--warmup", type=int, default=WARMUP_STEPS)
     p.add_argument("--out", required=True)
-    p.add_argument("-m", dest="module")
-    p.add_argument("target", nargs=argparse.REMAINDER)
-    a = p.parse_args(argv)
+    # The target after "--", untouched: SCRIPT ARGS... or -m MODULE ARGS...
+    split = argv.index("--") if "--" in argv else len(argv)
+    a = p.parse_args(argv[:split])
+    target = argv[split + 1:]
+    a.module, a.target = (target[1], target[2:]) if target[:1] == ["-m"] else (None, target)
     name, value = (None, None) if a.setting == "none" else parse_setting(a.setting)
     child = _Child(name, value, a.steps, a.warmup)
     error = None
@@ -343,24 +346,36 @@ def run_experiments(native, settings, target, steps, timeout_s, out_dir, progres
 def _one_run(setting, target, steps, timeout_s, out_dir, k):
     out = os.path.join(out_dir, f".try-{os.getpid()}-{k}.json")
     cmd = [sys.executable, "-m", "torchneck.experiment", "--setting", setting, "--steps", str(steps),
-           "--warmup", str(WARMUP_STEPS), "--out", out, *target]
+           "--warmup", str(WARMUP_STEPS), "--out", out, "--", *target]
     env = dict(os.environ)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # A session of its own: a run past its time is killed with its
+    # DataLoader workers, which would otherwise hold the stderr pipe open.
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True)
     try:
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=timeout_s, env=env)
+        _, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
         return {"state": "failed", "note": f"a run did not stop within {timeout_s:.0f} s (the script cannot be "
                                            f"stopped after {steps} steps?)", "steps_ns": [], "applied": ""}
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     try:
         with open(out) as f:
             got = json.load(f)
         os.unlink(out)
         return got
     except (OSError, ValueError):
-        tail = " ".join(r.stderr.decode("utf-8", "replace").split()[-30:])
-        return {"state": "failed", "note": f"a run ended with status {r.returncode} and no result: {tail}",
+        tail = " ".join(err.decode("utf-8", "replace").split()[-30:])
+        return {"state": "failed", "note": f"a run ended with status {proc.returncode} and no result: {tail}",
                 "steps_ns": [], "applied": ""}
 
 

@@ -59,7 +59,7 @@ def discard_dir(out_dir):
     _remove_created(created)
 
 
-# Reports written but not shown yet (report(show=False)): out_dir -> text.
+# Reports written but not shown yet (report(show_now=False)): out_dir -> text.
 held = {}
 
 

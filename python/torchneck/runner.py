@@ -185,6 +185,11 @@ def _experiments(native, options, target, out_dir, wall_s):
     from torchneck import experiment
 
     text = output.held.pop(out_dir)
+    # The script's objects stay alive in its module; what torch's caching
+    # allocator keeps beyond them is handed back for the experiments' runs.
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch.cuda, "is_initialized", lambda: False)():
+        torch.cuda.empty_cache()
     progress = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
     try:
         settings, why = experiment.settings_to_try(options.try_setting, out_dir)
@@ -193,8 +198,14 @@ def _experiments(native, options, target, out_dir, wall_s):
         if settings:
             argv = (["-m", target.module] if target.module is not None else [target.path]) + list(target.args)
             # A run of a few steps should take well under the profiled run's
-            # time; five times it (at least a minute) is a run that will not stop.
+            # time; five times it (at least a minute) is a run that will not
+            # stop. TORCHNECK_TRY_TIMEOUT_S sets it (docs/try.md).
             timeout = max(60.0, 5 * wall_s)
+            try:
+                timeout = float(os.environ.get("TORCHNECK_TRY_TIMEOUT_S", timeout))
+            except ValueError:
+                progress("torchneck: TORCHNECK_TRY_TIMEOUT_S is not a number of seconds; "
+                         f"using {timeout:.0f} s")
             found = experiment.run_experiments(native, settings, argv, options.try_steps, timeout, out_dir, progress)
             text = native.report_with_experiments(out_dir, os.getcwd(), found, options.top, options.trace_steps)
     except KeyboardInterrupt:

@@ -249,8 +249,11 @@ def test_growing_history_is_a_step_time_drift(tmp_path):
     assert own is not None and own >= 50, f"the script's own steps grew {own} %: the shape did not plant a drift"
     assert abs(f["growth_pct"] - own) <= DRIFT_AGREE_PTS, (
         f"step_time_drift says {f['growth_pct']:.1f} %, the script's own clock {own:.1f} % over the same steps")
-    # The late steps are typical, not slow: no slow group hides the drift.
-    assert not profile["steps"]["slow"], profile["steps"]["slow"]
+    # The late steps are typical, not slow: no slow group hides the drift
+    # (a loaded machine may still spike a step or two: seen in CI, one
+    # step 7 ms over twice its neighbours).
+    slow = sum(g["count"] for g in profile["steps"]["slow"])
+    assert slow <= 3, profile["steps"]["slow"]
     # The launcher saw `loss`'s graph rebuilt larger every step, not kept:
     # the evidence says so, and memory_creep (if any) blames no graph.
     graphs = {g["variable"]: g for g in profile["memory"]["growing_graphs"]}

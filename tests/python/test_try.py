@@ -150,3 +150,43 @@ def test_bfloat16_autocast_is_applied_around_the_model(tmp_path):
     # float16 is refused: it needs a GradScaler the launcher cannot add
     r = run_tool(["-o", str(tmp_path / "o2"), "--try", "autocast=float16", target], timeout=120)
     assert r.returncode == 2 and "GradScaler" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_a_script_that_cannot_be_stopped_is_killed_and_said(tmp_path):
+    # GIVEN a loop that swallows every exception, SystemExit included, and
+    # runs on for minutes in --try's runs (unprofiled: no launcher loaded)
+    target = write(tmp_path, "stubborn.py", """
+        import sys
+        import torch
+        model = torch.nn.Linear(8, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        steps = 10 ** 7 if "torchneck.runner" not in sys.modules else 20
+        for step in range(steps):
+            try:
+                model(torch.randn(4, 8)).sum().backward()
+                opt.step()
+            except BaseException:
+                pass
+        """)
+    out = str(tmp_path / "out")
+    env = dict(os.environ, TORCHNECK_TRY_TIMEOUT_S="5")
+    r = run_tool(["-o", out, "--try", "threads=2", "--try-steps", "5", target], timeout=300, env=env)
+    # THEN the first run is killed at the limit, the experiment says why,
+    # and the profiled run's report stands
+    assert r.returncode == 0, r.stderr[-2000:]
+    e = experiments(load_profile(out))["threads=2"]
+    assert e["state"] == "failed" and "did not stop within 5 s" in e["note"], e
+    assert "VERDICT" in r.stderr
+
+
+def test_a_module_target_keeps_its_own_arguments(tmp_path):
+    # GIVEN `-m loopmod --steps 30`, whose own option looks like one of ours
+    write(tmp_path, "loopmod.py", "import argparse\np = argparse.ArgumentParser()\n"
+          "p.add_argument('--steps', type=int)\nsteps = p.parse_args().steps\n"
+          + LOOP.replace("range(40)", "range(steps)"))
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, "--try", "threads=2", "--try-steps", "5", "-m", "loopmod", "--steps", "30"],
+                 cwd=str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    e = experiments(load_profile(out))["threads=2"]
+    assert e["state"] == "measured" and e["steps"]["try"] == 10, e
