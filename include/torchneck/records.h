@@ -42,6 +42,19 @@ struct OpEvent {
 };
 static_assert(sizeof(OpEvent) == 48, "OpEvent is part of the record schema");
 
+// One c10d collective as this rank took part in it (all_reduce, broadcast,
+// all_gather, barrier, ... of gloo, NCCL, MPI, UCC; DDP's bucket
+// all-reduces too), put together from the dispatcher op that issues it and
+// the process group's Work that completes it (model/collectives.h).
+struct CollectiveEvent {
+  int64_t start_ns;       // issued: this rank's arrival (the op's start; monotonic clock)
+  int64_t end_ns;         // completed (its Work's end); -1 unknown, or not completed at stop
+  int64_t bytes;          // its Work's input tensors' bytes, -1 unknown
+  uint32_t name_id;       // StringInterner id of the op: "c10d::allreduce_"
+  uint32_t thread_index;  // the issuing thread, index into Run::threads
+};
+static_assert(sizeof(CollectiveEvent) == 32, "CollectiveEvent is part of the record schema");
+
 // An nn.Module call entered or left (from global forward pre/post hooks:
 // nn.Module calls produce no RecordFunction event, DESIGN.md §4).
 struct ModuleEvent {

@@ -63,6 +63,34 @@ def _diff(argv):
     return analyze_cmd.exec_native(argv, DIFF_NATIVE)
 
 
+TORCHRUN_HELP = """\
+usage: torchneck torchrun [run options] [torchrun options] SCRIPT [ARGS...]
+
+Runs torch's own launcher (torch.distributed.run) with every rank under the
+profiler: each rank writes DIR/rank-K/, and when torchrun returns the ranks
+are compared and the merged report is written to DIR (profile.json with
+ranks[] and collectives, report.txt, report.html) and shown. Exit status:
+torchrun's own.
+
+run's options (-o DIR, --python, --top, ...; not --try) come first;
+everything from the first torchrun option on is torchrun's, e.g.
+  torchneck torchrun -o out --nproc_per_node=2 train.py --epochs 1
+Where this torch's launcher needs a work-around to start (torch 1.13 on
+Python 3.11; torch 2.x built without libuv), it is applied and said in one
+line. Keeping your own launch line works too: torchrun ... -m torchneck run
+-o DIR train.py; then rank 0 merges the ranks when they have ended, and
+`torchneck report DIR` merges again (docs/distributed.md).
+"""
+
+
+def _torchrun(argv):
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(TORCHRUN_HELP)
+        return 0
+    from torchneck import torchrun_cmd
+    return torchrun_cmd.run(argv, COMMANDS["run"].options)
+
+
 RUN_ABOUT = """\
 Runs SCRIPT once, unchanged, as __main__ with its own sys.argv, and reports
 where the time went: Python functions, torch operators, backward nodes.
@@ -118,6 +146,8 @@ COMMANDS = {c.name: c for c in [
             operand="an output folder"),
     Command("diff", "what changed between two runs: step time with its interval, movers, findings resolved",
             ["torchneck diff [options] BEFORE AFTER"], [], "", None),
+    Command("torchrun", "a distributed job under torch's launcher, every rank profiled, one cross-rank report",
+            ["torchneck torchrun [run options] [torchrun options] SCRIPT [ARGS...]"], [], "", None),
     Command("help", "this list, or a command's own help: torchneck help COMMAND",
             ["torchneck help [COMMAND]"], [], "", None),
 ]}
@@ -163,6 +193,8 @@ def _show_help(name):
         return analyze_cmd.exec_native(["--help"])
     if name == "diff":
         return _diff(["--help"])
+    if name == "torchrun":
+        return _torchrun(["--help"])
     if name == "help":
         sys.stdout.write(overview())
         return 0
@@ -185,6 +217,8 @@ def dispatch(argv):
         return _help(argv[1:])
     if first == "diff":
         return _diff(argv[1:])
+    if first == "torchrun":
+        return _torchrun(argv[1:])
     if first in COMMANDS:
         name, rest = first, argv[1:]
     else:  # the drop-in: `python -m torchneck [options] SCRIPT [ARGS...]`

@@ -103,13 +103,27 @@ def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last,
     return g
 
 
-def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graphs, gpu_window=None):
+def rank_info(*, rank, world_size, local_rank, backend, host, job):
+    """Who this process is in a distributed job (ranks.py); -1 and "" when
+    it is not one, or for what is unknown."""
+    k = _native().RankInfo()
+    k.rank = rank
+    k.world_size = world_size
+    k.local_rank = local_rank
+    k.backend = backend
+    k.host = host
+    k.job = job
+    return k
+
+
+def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graphs, gpu_window=None, rank=None):
     """run: run_info(...); env: env_facts(...); process: process_info(...),
     or None for a spill's facts (the session describes its own process);
     thread_names: Linux thread id -> Python thread name; main_tid: Python's
     main thread, 0 for the thread that started the session; growing_graphs:
     a list of growing_graph(...); gpu_window: gpu_window.GpuWindow's
-    facts() (a native GpuWindow), or None."""
+    facts() (a native GpuWindow), or None; rank: rank_info(...), or None
+    outside a distributed job."""
     f = _native().RunFacts()
     f.run = run
     f.env = env
@@ -120,4 +134,6 @@ def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graph
     f.growing_graphs = list(growing_graphs)
     if gpu_window is not None:
         f.gpu_window = gpu_window
+    if rank is not None:
+        f.rank = rank
     return f

@@ -17,6 +17,7 @@ from torchneck import facts as runfacts
 from torchneck import gpu_window
 from torchneck import graph_watch
 from torchneck import output
+from torchneck import ranks
 from torchneck import workers
 from torchneck.errors import UsageError
 
@@ -215,10 +216,50 @@ def _experiments(native, options, target, out_dir, wall_s):
     output.show(text)
 
 
+def _rank_output(options, target, watch):
+    """A rank of a distributed job writes BASE/rank-K (ranks.py); None for
+    one process."""
+    if not watch.distributed:
+        return None
+    if options.try_setting:
+        raise UsageError("--try measures one process; it is not run under a distributed launcher "
+                         "(profile the job, then --try one rank's script alone)")
+    base = ranks.base_dir(options.output) or ranks.default_base(target.display)
+    return base, ranks.rank_dir(base, watch.rank)
+
+
+def _show_rank_report(native, options, watch, job, out_dir):
+    """Each rank's report stays in its folder. Under `torchneck torchrun`
+    the launcher shows the merged one; under a launcher of the user's own,
+    rank 0 waits (bounded) for the others and merges them here."""
+    text = output.held.pop(out_dir, None)
+    if ranks.launcher_merges() or text is None:
+        return
+    base, _ = job
+    if watch.rank != 0:
+        sys.stderr.write(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}\n")
+        return
+    try:
+        wait_s = float(os.environ.get(ranks.MERGE_WAIT_ENV, ranks.DEFAULT_MERGE_WAIT_S))
+    except ValueError:
+        wait_s = ranks.DEFAULT_MERGE_WAIT_S
+    if not ranks.wait_for_ranks(base, watch.world_size, wait_s):
+        sys.stderr.write(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
+                         f"(`torchneck report {base}` merges again)\n")
+    try:
+        output.show(native.report_ranks(base, os.getcwd(), options.top, options.trace_steps, strict=False))
+    except RuntimeError as e:
+        sys.stderr.write(f"torchneck: the ranks' reports could not be merged ({' '.join(str(e).split())}); "
+                         f"rank 0's report follows\n")
+        output.show(text)
+
+
 def run(options):
     target = _Target(options)  # UsageError before anything starts
     _torchneck = _load_native()
-    out_dir = output.prepare_dir(options.output, target.display)
+    watch = ranks.RankWatch()
+    job = _rank_output(options, target, watch)
+    out_dir = output.prepare_dir(job[1] if job else options.output, target.display)
 
     # The one switch of the NVML sampler: 0 turns it off, as --gpu=off does.
     nvml_interval_ms = 0 if options.gpu == "off" else options.nvml_interval_ms
@@ -248,7 +289,8 @@ def run(options):
                                 start_unix_s=start_unix, wall_s=0.0, main_thread_cpu_s=-1.0,
                                 main_thread_runqueue_s=-1.0)
         return runfacts.run_facts(run=run, env=facts.snapshot(probe_cuda=False), notes=facts.notes,
-                                  thread_names={}, main_tid=0, process=None, growing_graphs=[])
+                                  thread_names={}, main_tid=0, process=None, growing_graphs=[],
+                                  rank=watch.facts())
 
     def env_changed():
         """A spill (or a crash report) describes the environment as it is."""
@@ -263,6 +305,7 @@ def run(options):
     graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0])
     facts.on_optimizer = graphs.watch
     facts.install()
+    watch.install()
     guard = coexist.Guard(options)
     window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard)
     died_by = None  # the signal the script would have died by
@@ -290,6 +333,7 @@ def run(options):
         facts.uninstall()
         graphs.uninstall()
         guard.uninstall()
+        watch.uninstall()
         run = runfacts.run_info(
             script=target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=start_unix,
             wall_s=wall, main_thread_cpu_s=main_cpu,
@@ -301,12 +345,12 @@ def run(options):
                                                   thread_names=envfacts.thread_names(),
                                                   main_tid=threading.main_thread().native_id, process=process,
                                                   growing_graphs=graphs.growing_graphs(),
-                                                  gpu_window=window.facts(_torchneck)),
+                                                  gpu_window=window.facts(_torchneck), rank=watch.facts()),
                       # run --try holds the report back for the one with its
                       # experiments: only after a script that ended well and
                       # returns here (not os._exit's, which exits at once).
-                      out_dir, show_now=not (options.try_setting and code == 0
-                                             and ending in ("finished", "sys_exit")))
+                      out_dir, show_now=not (watch.distributed or (options.try_setting and code == 0
+                                                                   and ending in ("finished", "sys_exit"))))
 
     real_exit = os._exit
 
@@ -372,7 +416,9 @@ def run(options):
         os._exit = real_exit
         session.stop()
     finish(exit_code, ending)
-    if out_dir in output.held:  # run --try: the experiments, then the report with them
+    if job is not None:
+        _show_rank_report(_torchneck, options, watch, job, out_dir)
+    elif out_dir in output.held:  # run --try: the experiments, then the report with them
         _experiments(_torchneck, options, target, out_dir, profiled_wall[0] if profiled_wall else 0.0)
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.

@@ -7,6 +7,7 @@
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "analyze/nvml.h"
+#include "analyze/ranks.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"
 #include "model/run.h"
@@ -28,6 +29,9 @@ struct Analysis {
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
   std::vector<gpu::GpuReport> gpu;
+  // A distributed job's ranks side by side (analyze/ranks.h): empty for one
+  // process. The rest of the analysis is then the lowest rank's.
+  RankAnalysis ranks;
 };
 
 // A live run: `gpu`, when a GPU trace was recorded with it (a Kineto window
@@ -36,15 +40,17 @@ struct Analysis {
 // `launches` (gpu/live_window.h): the window's device work by launch, for
 // the layers' GPU times.
 inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vector<gpu::GpuReport> gpu = {},
-                        const std::vector<GpuLaunch>* launches = nullptr) {
+                        const std::vector<GpuLaunch>* launches = nullptr, RankAnalysis ranks = {}) {
   Analysis a;
   a.summary = summarize(run, options);
   a.steps = analyze_steps(run);
   a.layers = analyze_layers(run, a.steps.evaluation, launches);
   a.compiled = analyze_compiled(run, a.steps);
   a.gpu = std::move(gpu);
+  a.ranks = std::move(ranks);
   DiagnosisInput in = diagnosis_input(run, a.steps, a.layers);
   if (!a.gpu.empty()) in.gpu = &a.gpu.front();
+  if (!a.ranks.empty()) in.ranks = &a.ranks;
   a.diagnosis = diagnose(in);
   a.memory = in.memory;
   a.gc = in.gc;

@@ -221,6 +221,7 @@ void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, co
 Diagnosis diagnose(const DiagnosisInput& in) {
   Diagnosis d;
   d.findings = run_detectors(in, Evidence::kCpu);
+  for (Finding& f : run_detectors(in, Evidence::kRanks)) d.findings.push_back(std::move(f));
   combine_findings(d, run_detectors(in, Evidence::kGpu), in.steps);
   return d;
 }

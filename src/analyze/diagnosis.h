@@ -20,6 +20,7 @@ namespace torchneck {
 namespace gpu {
 struct GpuReport;
 }
+struct RankAnalysis;
 
 // A Python function's time inside data loading (Dataset.__getitem__,
 // transforms, collate, the DataLoader iterator).
@@ -62,6 +63,9 @@ struct DiagnosisInput {
   // live run and for the CPU-side detectors' tests. GPU detectors read only
   // this; CPU detectors never read it.
   const gpu::GpuReport* gpu = nullptr;
+  // The ranks of a distributed job side by side (analyze/ranks.h), null for
+  // one process. Rank detectors read only this.
+  const RankAnalysis* ranks = nullptr;
 };
 
 // Of the time the main thread waits for data, the fraction it is busy on a
@@ -78,7 +82,7 @@ struct Diagnosis {
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers);
 
 // The evidence a detector reads (detectors/registry.cc says each one's).
-enum class Evidence : uint8_t { kCpu, kGpu };
+enum class Evidence : uint8_t { kCpu, kGpu, kRanks };
 
 // Every detector has this shape: it reads the input and appends at most one
 // finding of its id.
@@ -112,7 +116,8 @@ void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, co
 // and the verdict says what could not be decided), and writes the verdict.
 void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps);
 
-// The CPU detectors, the GPU ones when in.gpu is set, combined.
+// The CPU detectors, the rank ones when in.ranks is set, the GPU ones when
+// in.gpu is set, combined.
 Diagnosis diagnose(const DiagnosisInput& in);
 
 }  // namespace torchneck

@@ -67,6 +67,10 @@ struct Finding {
   // saved, in %, and its 95 % interval.
   std::optional<double> measured_gain_pct;
   double measured_gain_low = 0, measured_gain_high = 0;
+  // A finding about one rank of a distributed job (straggler): which, and
+  // why in one word ("input", "compute", "host"); none and "" otherwise.
+  std::optional<int64_t> rank;
+  std::string cause;
 };
 
 // A finding of the table's id at its default severity: how every detector

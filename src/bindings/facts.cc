@@ -126,6 +126,15 @@ void bind_facts(py::module_& m) {
       .def_readwrite("cuda_peak_allocated", &GpuWindow::cuda_peak_allocated)
       .def_readwrite("cuda_peak_reserved", &GpuWindow::cuda_peak_reserved);
 
+  py::class_<RankInfo>(m, "RankInfo")
+      .def(py::init<>())
+      .def_readwrite("rank", &RankInfo::rank)
+      .def_readwrite("world_size", &RankInfo::world_size)
+      .def_readwrite("local_rank", &RankInfo::local_rank)
+      .def_readwrite("backend", &RankInfo::backend)
+      .def_readwrite("host", &RankInfo::host)
+      .def_readwrite("job", &RankInfo::job);
+
   py::class_<RunFacts>(m, "RunFacts")
       .def(py::init<>())
       .def_readwrite("run", &RunFacts::run)
@@ -135,7 +144,8 @@ void bind_facts(py::module_& m) {
       .def_readwrite("main_tid", &RunFacts::main_tid)
       .def_readwrite("process", &RunFacts::process)
       .def_readwrite("growing_graphs", &RunFacts::growing_graphs)
-      .def_readwrite("gpu_window", &RunFacts::gpu_window);
+      .def_readwrite("gpu_window", &RunFacts::gpu_window)
+      .def_readwrite("rank", &RunFacts::rank);
 }
 
 }  // namespace torchneck

@@ -33,6 +33,8 @@ struct RunFacts {
   std::vector<GrowingGraph> growing_graphs;
   // The GPU window (gpu_window.py); mode empty in a spill's facts.
   GpuWindow gpu_window;
+  // Who this process is in a distributed job (facts.py rank_info); -1s when not.
+  RankInfo rank;
 };
 
 // RunFacts, RunInfo, EnvFacts, DataLoaderFacts, OptimizerFacts, ProcessInfo

@@ -17,9 +17,9 @@ constexpr size_t kMinAlignedOps = 10;
 
 }  // namespace
 
-Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options) {
+Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options, RankAnalysis ranks) {
   GpuWindow& w = run.gpu_window;
-  if (w.state != "recorded") return analyze(run, options);
+  if (w.state != "recorded") return analyze(run, options, {}, nullptr, std::move(ranks));
   Run window;
   try {
     kineto::Trace trace = kineto::load_trace(w.trace_path);
@@ -30,7 +30,7 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options) {
     w.state = "failed";
     w.note = std::string("the GPU window's trace could not be read: ") + e.what();
     run.notes.push_back("GPU window: " + w.note);
-    return analyze(run, options);
+    return analyze(run, options, {}, nullptr, std::move(ranks));
   }
   // The clocks' offset, refined on the operators both recorded.
   const gpu::Alignment al = gpu::align_window(run, window.activities);
@@ -44,13 +44,13 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options) {
   // analyses to say; the window's line and its steps stand.
   bool device_work = false;
   for (const Activity& e : window.activities.events) device_work = device_work || is_gpu_work(e.cat);
-  if (!device_work) return analyze(run, options);
+  if (!device_work) return analyze(run, options, {}, nullptr, std::move(ranks));
   std::vector<gpu::GpuReport> reports;
   reports.push_back(gpu::gpu_report(window));
   reports.front().path = w.trace_path;
   reports.front().sync_sites = gpu::sync_sites(run, window.activities);
   const std::vector<GpuLaunch> launches = gpu::gpu_launches(run, window.activities);
-  Analysis a = analyze(run, options, std::move(reports), &launches);
+  Analysis a = analyze(run, options, std::move(reports), &launches, std::move(ranks));
   a.gpu.front().window_steps = gpu::window_step_gpu(run, a.steps, window.activities);
   return a;
 }

@@ -13,6 +13,6 @@ namespace torchneck {
 // (profile.json's "gpu", the GPU findings) and the layers' GPU times. When
 // the trace cannot be read, the analysis without it, and a one-line note in
 // run.notes that says why.
-Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options);
+Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options, RankAnalysis ranks = {});
 
 }  // namespace torchneck

@@ -28,8 +28,12 @@
 #include "core/interner.h"
 #include "core/threads.h"
 #include "core/timeline_window.h"
+#include "analyze/ranks.h"
+#include "analyze/steps.h"
 #include "model/processes.h"
+#include "model/rank_folders.h"
 #include "model/run.h"
+#include "model/run_set.h"
 #include "model/run_io.h"
 #include "report/output_files.h"
 
@@ -117,6 +121,7 @@ class Session {
     std::lock_guard<std::mutex> lock(info_mu_);
     info_ = std::move(ri);
     env_ = facts.env;
+    rank_ = facts.rank;
     info_notes_ = facts.notes;
   }
 
@@ -204,6 +209,7 @@ class Session {
     run.env = facts.env;
     run.growing_graphs = facts.growing_graphs;
     run.gpu_window = facts.gpu_window;
+    run.rank = facts.rank;
     run.notes.insert(run.notes.end(), notes_.begin(), notes_.end());
     const TimelineWindow& window = timeline_window();
     if (window.closed.load()) {
@@ -242,6 +248,7 @@ class Session {
     if (lock.owns_lock()) {
       run.run = info_;
       run.env = env_;
+      run.rank = rank_;
       run.notes.insert(run.notes.end(), info_notes_.begin(), info_notes_.end());
     }
     run.run.python_mode = o_.collect.python_mode;
@@ -272,12 +279,38 @@ class Session {
   std::mutex info_mu_;
   RunInfo info_;
   EnvFacts env_;
+  RankInfo rank_;
   std::vector<std::string> info_notes_;
 };
 
 // `torchneck report DIR` (and run --try's second report): the report again
 // from DIR/profile.spill; `experiments`, when given, join the run first and
 // the spill is saved with them.
+// The DataLoader workers' profiles into RUN, when its spill has not merged
+// them yet (a periodic or crash-time one).
+void merge_workers_if_needed(Run& run, const std::string& dir) {
+  const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
+                                  [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
+  if (merged) return;
+  const std::vector<Run> workers = load_worker_runs(dir, run.notes);
+  if (!workers.empty()) {
+    ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+    main.role = ProcessRole::kMain;
+    merge_workers(run, main, workers);
+  } else {
+    run.processes.clear();  // as finish() leaves a run without workers
+  }
+}
+
+// A run's folder read back: DIR/profile.spill, with its DataLoader
+// workers' profiles merged when the spill has not (a periodic or crash-time
+// one: the workers that exited wrote theirs next to it).
+Run load_dir_run(const std::string& dir, std::vector<std::string>& /*notes: the run's own*/) {
+  Run run = load_run(dir + "/profile.spill");
+  merge_workers_if_needed(run, dir);
+  return run;
+}
+
 std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps,
                           const std::vector<Experiment>* experiments) {
   Run run = load_run(dir + "/profile.spill");
@@ -285,20 +318,7 @@ std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t
     run.experiments = *experiments;
     save_run(run, dir + "/profile.spill");
   }
-  // A periodic or crash-time spill has not merged the workers yet; the
-  // ones that exited wrote their profiles next to it.
-  const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
-                                  [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
-  if (!merged) {
-    const std::vector<Run> workers = load_worker_runs(dir, run.notes);
-    if (!workers.empty()) {
-      ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-      main.role = ProcessRole::kMain;
-      merge_workers(run, main, workers);
-    } else {
-      run.processes.clear();  // as finish() leaves a run without workers
-    }
-  }
+  merge_workers_if_needed(run, dir);
   OutputOptions out;
   out.dir = dir;
   out.cwd = cwd;
@@ -306,6 +326,34 @@ std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t
   out.trace.steps = trace_steps;
   // The GPU window's trace, when it is still where the run left it.
   return write_analysed(run, analyze_with_gpu_window(run, out.summary), out);
+}
+
+// A distributed job's folder (model/rank_folders.h): every rank's profile
+// read back, the ranks compared (analyze/ranks.h), and the merged report
+// written to BASE: the lowest rank's tables, the ranks' section and
+// findings. STRICT: see load_rank_folders.
+std::string report_of_ranks(const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps,
+                            bool strict) {
+  RankFolders folders = load_rank_folders(base, strict, &load_dir_run);
+  RunSet set = merge_ranks(std::move(folders.runs));
+  std::vector<StepAnalysis> steps;
+  for (const Run& r : set.runs) steps.push_back(analyze_steps(r));
+  std::vector<const Run*> runs;
+  std::vector<const StepAnalysis*> step_ptrs;
+  for (size_t i = 0; i < set.runs.size(); ++i) {
+    runs.push_back(&set.runs[i]);
+    step_ptrs.push_back(&steps[i]);
+  }
+  RankAnalysis ranks = analyze_ranks(runs, step_ptrs);
+  Run& primary = set.primary();
+  primary.notes.insert(primary.notes.end(), folders.notes.begin(), folders.notes.end());
+  primary.notes.insert(primary.notes.end(), set.notes.begin(), set.notes.end());
+  OutputOptions out;
+  out.dir = base;
+  out.cwd = cwd;
+  out.summary.top_python = out.summary.top_ops = top;
+  out.trace.steps = trace_steps;
+  return write_analysed(primary, analyze_with_gpu_window(primary, out.summary, std::move(ranks)), out);
 }
 
 }  // namespace
@@ -372,6 +420,16 @@ PYBIND11_MODULE(_torchneck, m) {
       },
       py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = 15,
       py::arg("trace_steps") = kDefaultTraceSteps);
+  // A distributed job's folder: the ranks' reports merged into BASE.
+  m.def(
+      "report_ranks",
+      [](const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps, bool strict) {
+        py::gil_scoped_release nogil;
+        return report_of_ranks(base, cwd, top, trace_steps, strict);
+      },
+      py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
+      py::arg("strict") = true);
+  m.def("is_ranks_folder", [](const std::string& dir) { return is_ranks_folder(dir); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

@@ -139,6 +139,13 @@ struct RankInfo {
   int64_t rank = -1;
   int64_t world_size = -1;
   std::string backend;  // "nccl", "gloo"
+  // A live run under a launcher (torchrun, torch.multiprocessing.spawn):
+  int64_t local_rank = -1;
+  std::string host;  // the machine it ran on: ranks of one host share one monotonic clock
+  // What identifies the job, the same in every rank of it (torchrun's run
+  // id, the rendezvous address, the world size): a rank folder of another
+  // job is refused. "" when unknown.
+  std::string job;
 };
 
 struct Activities {

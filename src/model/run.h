@@ -334,6 +334,10 @@ struct Run {
   std::vector<OpStats> worker_ops;
   // Who the run is in a distributed job (-1s when it is not, or unknown).
   RankInfo rank;
+  // c10d collectives, in the order this process started them (records.h);
+  // those past the collector's bound are counted, not kept.
+  std::vector<CollectiveEvent> collectives;
+  uint64_t dropped_collectives = 0;
   // Device work and the host activity around it (model/activity.h): a
   // Kineto trace's, or a live run's GPU window; empty on a CPU-only run.
   Activities activities;

@@ -19,7 +19,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
 // experiments.
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 10;
 
 OpKind op_kind(Reader& r) {
   const auto k = r.num<uint8_t>();
@@ -280,6 +280,7 @@ std::string encode_run(const Run& run) {
   put_nvml(w, run);
   put_gpu_window(w, run.gpu_window);
   put_experiments(w, run);
+  put_rank(w, run);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
   return std::move(w.out);
 }
@@ -407,6 +408,7 @@ Run decode_run(const std::string& bytes) {
   get_nvml(r, run);
   get_gpu_window(r, run.gpu_window);
   get_experiments(r, run);
+  get_rank(r, run);
   for (size_t i = 0; i < sizeof kMagic; ++i)
     if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
   if (!r.done()) r.fail("unexpected data after the trailer");

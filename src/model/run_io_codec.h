@@ -98,5 +98,7 @@ void put_gpu_window(Writer& w, const GpuWindow& g);
 void get_gpu_window(Reader& r, GpuWindow& g);
 void put_experiments(Writer& w, const Run& run);
 void get_experiments(Reader& r, Run& run);
+void put_rank(Writer& w, const Run& run);  // RankInfo and the collectives
+void get_rank(Reader& r, Run& run);
 
 }  // namespace torchneck::run_io_detail

@@ -207,4 +207,42 @@ void get_experiments(Reader& r, Run& run) {
   }
 }
 
+void put_rank(Writer& w, const Run& run) {
+  const RankInfo& k = run.rank;
+  w.num(k.rank);
+  w.num(k.world_size);
+  w.num(k.local_rank);
+  w.str(k.backend);
+  w.str(k.host);
+  w.str(k.job);
+  w.num<uint64_t>(run.collectives.size());
+  for (const CollectiveEvent& c : run.collectives) {
+    w.num(c.start_ns);
+    w.num(c.end_ns);
+    w.num(c.bytes);
+    w.num(c.name_id);
+    w.num(c.thread_index);
+  }
+  w.num(run.dropped_collectives);
+}
+
+void get_rank(Reader& r, Run& run) {
+  RankInfo& k = run.rank;
+  k.rank = r.num<int64_t>();
+  k.world_size = r.num<int64_t>();
+  k.local_rank = r.num<int64_t>();
+  k.backend = r.str();
+  k.host = r.str();
+  k.job = r.str();
+  run.collectives.resize(r.count(32));
+  for (CollectiveEvent& c : run.collectives) {
+    c.start_ns = r.num<int64_t>();
+    c.end_ns = r.num<int64_t>();
+    c.bytes = r.num<int64_t>();
+    c.name_id = r.index(run.strings.size(), "collective name");
+    c.thread_index = r.index(run.threads.size(), "collective thread");
+  }
+  run.dropped_collectives = r.num<uint64_t>();
+}
+
 }  // namespace torchneck::run_io_detail

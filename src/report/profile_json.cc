@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "report/experiments_report.h"
 #include "report/gpu_sections.h"
+#include "report/ranks_report.h"
 #include "report/json_writer.h"
 
 #include <algorithm>
@@ -323,6 +324,8 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
     if (f.measured_gain_pct) w.begin_array().value(f.measured_gain_low).value(f.measured_gain_high).end_array();
     else w.null();
     for (const auto& [key, value] : f.numbers) w.field(key.c_str(), value);
+    if (f.rank) w.field("rank", *f.rank);
+    if (!f.cause.empty()) w.field("cause", f.cause);
     w.end_object();
   }
   w.end_array();
@@ -549,12 +552,8 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
   if (!analysis.gpu.empty()) {
     w.key("gpu");
     write_gpu_json(w, analysis.gpu.front());
-    if (analysis.gpu.size() > 1) {
-      w.key("ranks").begin_array();
-      for (const auto& r : analysis.gpu) write_gpu_json(w, r);
-      w.end_array();
-    }
   }
+  write_ranks_json(w, analysis.ranks, analysis.gpu);  // report/ranks_report.h
   w.field("timeline_events", static_cast<uint64_t>(run.timeline.size()));
   w.field("dropped_events", run.dropped_events);
   w.key("notes").begin_array();

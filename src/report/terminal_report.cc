@@ -3,6 +3,7 @@
 
 #include "model/processes.h"
 #include "report/gpu_sections.h"
+#include "report/ranks_report.h"
 
 #include <cstdarg>
 #include <algorithm>
@@ -378,6 +379,10 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
             ending == EndingKind::kFinished ? "" : to_string(run.run.ending).c_str(), run.run.wall_s, python_mode);
   }
   verdict_and_findings(out, analysis.diagnosis);
+  out += ranks_terminal_section(analysis.ranks);
+  if (!analysis.ranks.empty())
+    appendf(out, "\n(the sections below are rank %lld's; each rank's own report is in its rank-K folder)\n",
+            static_cast<long long>(analysis.ranks.ranks.front().rank));
   out += experiments_text(analysis.experiments);
   step_breakdown(out, analysis.steps);
   memory_section(out, analysis.memory, analysis.gc);

@@ -15,6 +15,7 @@
 
 #include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
+#include "analyze/ranks.h"
 
 namespace torchneck {
 namespace {
@@ -195,6 +196,28 @@ gpu::GpuReport troubled_gpu() {
   return r;
 }
 
+// Two ranks of 100 ms steps: rank 1 computes 30 ms more and rank 0 waits
+// for it (straggler); both waiting 20 ms for each other, the late one
+// changing (load_imbalance); both transferring 30 ms (communication_bound).
+RankAnalysis two_ranks(double wait0, double wait1, double transfer, double last0) {
+  RankAnalysis a;
+  a.steps = 20;
+  a.matched = 40;
+  for (int r = 0; r < 2; ++r) {
+    RankSummary s;
+    s.rank = r;
+    s.steps = 20;
+    s.step_ns = 100.0 * kMs;
+    s.data_ns = 1.0 * kMs;
+    s.wait_ns = (r == 0 ? wait0 : wait1) * kMs;
+    s.transfer_ns = transfer * kMs;
+    s.compute_ns = s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns;
+    s.last_share = r == 0 ? last0 : 1 - last0;
+    a.ranks.push_back(s);
+  }
+  return a;
+}
+
 // Every registered detector on every input above: detector name -> ids.
 std::map<std::string, std::set<std::string>> emitted() {
   const gpu::GpuReport gpu = troubled_gpu();
@@ -202,6 +225,13 @@ std::map<std::string, std::set<std::string>> emitted() {
                                         leaking_run(),
                                         DiagnosisInput{}};
   inputs.back().gpu = &gpu;
+  static const RankAnalysis straggling = two_ranks(30, 0, 2, 0.0);
+  static const RankAnalysis uneven = two_ranks(20, 20, 2, 0.5);
+  static const RankAnalysis talking = two_ranks(1, 1, 30, 0.5);
+  for (const RankAnalysis* ra : {&straggling, &uneven, &talking}) {
+    inputs.emplace_back();
+    inputs.back().ranks = ra;
+  }
   std::map<std::string, std::set<std::string>> out;
   for (const RegisteredDetector& d : detectors()) {
     auto& ids = out[d.name];

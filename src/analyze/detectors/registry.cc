@@ -19,6 +19,9 @@
   X(kCpu, detect_core_contention)        \
   X(kCpu, detect_memory_creep)           \
   X(kCpu, detect_gc_pauses)              \
+  X(kRanks, detect_straggler)            \
+  X(kRanks, detect_load_imbalance)       \
+  X(kRanks, detect_communication_bound_ranks) \
   X(kGpu, detect_input_bound_gpu)        \
   X(kGpu, detect_communication_bound)    \
   X(kGpu, detect_gpu_idle)               \

@@ -31,6 +31,8 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,6 +47,7 @@
 #include "core/interner.h"
 #include "core/threads.h"
 #include "core/timeline_window.h"
+#include "model/collectives.h"
 #include "model/op_merge.h"
 
 namespace torchneck {
@@ -118,15 +121,7 @@ inline OpKind kind_of(at::RecordScope scope) {
   }
 }
 
-// Identifies a RecordFunction between its start and end callbacks. handle()
-// is only assigned when some callback asked for ids (needsIds: an atomic
-// counter shared by all threads, which we avoid); otherwise the object's
-// address, unique while it is alive, serves. Stale frames with a reused
-// address sit lower on the stack, and the search runs from the top.
-inline uint64_t frame_key(const at::RecordFunction& fn) {
-  const uint64_t handle = fn.handle();
-  return handle != 0 ? handle : reinterpret_cast<uintptr_t>(&fn);
-}
+// frame_key(): op_observer_state.h.
 
 inline size_t agg_slot_start(uint64_t key, size_t mask) {
   return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
@@ -194,6 +189,11 @@ inline int64_t thread_cpu_ns() {
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   ThreadState* st = enter();
   if (st == nullptr) return nullptr;
+  if (fn.isAsync()) {  // a c10d Work: it ends on another thread, not on this stack
+    start_collective(st, fn);
+    leave(st);
+    return nullptr;
+  }
   Frame f;
   f.kind = kind_of(fn.scope());
   f.name_id = st->names.intern(fn.name());
@@ -218,6 +218,11 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   const int64_t end_ns = now_ns();  // first: our own work is not the op's
   ThreadState* st = enter();
   if (st == nullptr) return;
+  if (fn.isAsync()) {
+    end_collective(fn, end_ns);
+    leave(st);
+    return;
+  }
   std::vector<Frame>& stack = st->stack;
   const uint64_t key = frame_key(fn);
   size_t i = stack.size();
@@ -254,6 +259,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (window.open()) st->timeline.append(ev);
   else st->timeline.drop();
   if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) window.boundary(end_ns);
+  if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
     st->fetch_ns += total;
     st->fetch_cpu_ns += thread_cpu_ns() - f.cpu_start_ns;
@@ -447,6 +453,7 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
   for (const auto& st : o.threads) {
     reset_thread(*st, options.timeline_events_per_thread);
   }
+  reset_collectives(o.collectives);
   g_enabled.store(true, std::memory_order_seq_cst);
   try {
     o.main_handle = at::addGlobalCallback(

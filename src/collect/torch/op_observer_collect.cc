@@ -42,6 +42,25 @@ void add_fetch_times(Run& run, const ThreadState& st) {
   run.data_wait_cpu_ns = std::max<int64_t>(run.data_wait_cpu_ns, 0) + st.fetch_cpu_ns;
 }
 
+std::string_view interned_name(uint32_t id, const void*) { return StringInterner::global().lookup(id); }
+
+// The collectives so far (op_observer_state.h), each arrival with its
+// Work's completion (model/collectives.h), replacing any earlier copy.
+void add_collectives(Run& run, const Collectives& c) {
+  std::vector<CollectivePiece> ops, works;
+  uint64_t dropped = 0, unpaired = 0;
+  copy_collectives(c, ops, works, &dropped);
+  run.collectives = pair_collectives(std::move(ops), std::move(works), &interned_name, nullptr, &unpaired);
+  run.dropped_collectives = dropped;
+  const uint64_t untracked = c.untracked.load(std::memory_order_relaxed);
+  if (untracked > 0)
+    run.notes.push_back("collectives: " + std::to_string(untracked) + " were started while " +
+                        std::to_string(kCollectiveSlots) + " others were in flight; their completion is unknown");
+  if (unpaired > 0)
+    run.notes.push_back("collectives: " + std::to_string(unpaired) + " backend Works had no dispatcher op to go "
+                        "with (a backend's own, e.g. TORCH_DISTRIBUTED_DEBUG=DETAIL's checks); not counted");
+}
+
 }  // namespace
 
 bool snapshot_op_observer(Run& run, int64_t wait_ns) {
@@ -90,6 +109,7 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
   merger.finish(run.ops, o.options.max_shapes_per_op);
   std::sort(run.timeline.begin() + static_cast<std::ptrdiff_t>(first_event), run.timeline.end(),
             timeline_order);
+  add_collectives(run, o.collectives);
   run.dropped_events += dropped;
   if (missed > 0)
     run.notes.push_back("operator observer: " + std::to_string(missed) +
@@ -122,6 +142,7 @@ void collect_op_observer(Run& run) {
   }
   std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
   run.dropped_events += dropped;
+  add_collectives(run, o.collectives);
   if (unfinished > 0) {
     run.notes.push_back(
         "operator observer: " + std::to_string(unfinished) +

@@ -29,6 +29,7 @@
 #include "collect/torch/op_observer.h"
 #include "core/event_buffer.h"
 #include "core/interner.h"
+#include "model/collectives.h"
 
 namespace torchneck::op_observer_detail {
 
@@ -107,6 +108,9 @@ struct ThreadState {
   // name id -> 1 if it is a DataLoader fetch, as boundary_of; and the
   // fetches' wall and CPU time on this thread (docs: Run::data_wait_ns).
   std::vector<uint8_t> fetch_of;
+  // name id -> what it is to the collectives (kNotCollective, kCollectiveWork,
+  // kCollectiveOp, kUnclassified), as boundary_of.
+  std::vector<uint8_t> collective_of;
   int64_t fetch_ns = 0;
   int64_t fetch_cpu_ns = 0;
   // Scratch for the sampled shape callback, reused across events.
@@ -114,7 +118,41 @@ struct ThreadState {
   std::string dtype_text;
 };
 
+// c10d collectives (model/collectives.h): the dispatcher op that marks a
+// rank's arrival ("c10d::allreduce_", recorded at its end on the issuing
+// thread) and the process group's asynchronous Work that completes it
+// ("gloo:all_reduce", started and ended on the backend's threads). A few per
+// step, the Work's two ends on different threads from the op's, so they
+// live apart from the per-thread stacks, in fixed arrays claimed with
+// atomics. A cell is zero until it is filled; start_ns is written last
+// (release), so a snapshot that reads it non-zero (acquire) reads a whole
+// cell.
+constexpr size_t kMaxCollectives = size_t{1} << 17;  // pieces kept per session (5 MiB, touched as used)
+constexpr size_t kCollectiveSlots = 1024;            // Works in flight at once (DDP: one per bucket)
+
+struct CollectiveCell {
+  std::atomic<int64_t> start_ns;
+  std::atomic<int64_t> end_ns;  // 0 while in flight
+  int64_t bytes;
+  uint32_t name_id;
+  uint32_t thread_index;
+  uint8_t is_op;  // 1: the dispatcher op (arrival), 0: the Work (completion)
+};
+
+struct CollectiveSlot {
+  std::atomic<uint64_t> key;  // frame_key() of its RecordFunction, 0 when free
+  std::atomic<uint32_t> cell;
+};
+
+struct Collectives {
+  CollectiveCell* cells = nullptr;  // kMaxCollectives, zeroed pages (calloc), never freed
+  CollectiveSlot* slots = nullptr;  // kCollectiveSlots
+  std::atomic<uint64_t> next{0};    // cells claimed (may pass kMaxCollectives: those are dropped)
+  std::atomic<uint64_t> untracked{0};  // Works started while every slot was taken: their end is unknown
+};
+
 struct Observer {
+  Collectives collectives;
   std::mutex mu;  // registration (once per thread), start, stop, collect
   std::vector<std::unique_ptr<ThreadState>> threads;
   OpObserverOptions options;
@@ -128,6 +166,46 @@ Observer& observer();
 // Removes the callbacks and waits until no thread is inside one. With
 // observer().mu held.
 void stop_locked(Observer& o);
+enum : uint8_t { kNotCollective = 0, kCollectiveWork = 1, kUnclassified = 2, kCollectiveOp = 3 };
+
+// What a name is to the collectives, classified once per name and thread:
+// a backend's Work ("gloo:all_reduce"), a collective's dispatcher op
+// ("c10d::allreduce_"), or neither (model/collectives.h).
+inline uint8_t collective_class(ThreadState* st, uint32_t name_id) {
+  if (name_id >= st->collective_of.size()) st->collective_of.resize(name_id + 64, kUnclassified);
+  uint8_t& b = st->collective_of[name_id];
+  if (b == kUnclassified) {
+    const std::string_view n = StringInterner::global().lookup(name_id);
+    b = !collective_kind_of_work(n).empty() ? kCollectiveWork
+        : !collective_kind_of_op(n).empty() ? kCollectiveOp
+                                            : kNotCollective;
+  }
+  return b;
+}
+
+// Identifies a RecordFunction between its start and end callbacks. handle()
+// is only assigned when some callback asked for ids (needsIds: an atomic
+// counter shared by all threads, which we avoid); otherwise the object's
+// address, unique while it is alive, serves. Stale frames with a reused
+// address sit lower on the stack, and the search runs from the top.
+inline uint64_t frame_key(const at::RecordFunction& fn) {
+  const uint64_t handle = fn.handle();
+  return handle != 0 ? handle : reinterpret_cast<uintptr_t>(&fn);
+}
+
+// op_observer_collectives.cc, called from the callbacks: a collective's
+// dispatcher op ended (the arrival, from frame F's start), a backend's Work
+// started or ended.
+void record_arrival(ThreadState* st, const Frame& f, int64_t end_ns);
+void start_collective(ThreadState* st, const at::RecordFunction& fn);
+void end_collective(const at::RecordFunction& fn, int64_t end_ns);
+
+// The pieces recorded so far (safe while the observer runs): the ops and
+// the Works, and how many did not fit.
+void copy_collectives(const Collectives& c, std::vector<CollectivePiece>& ops, std::vector<CollectivePiece>& works,
+                      uint64_t* dropped);
+// Empties the collectives' cells for the next session (no callback running).
+void reset_collectives(Collectives& c);
 // Empties a thread's data for the next session.
 void reset_thread(ThreadState& st, size_t timeline_capacity);
 

@@ -1,0 +1,106 @@
+// straggler: one rank's own time (data wait + compute) is longer than the
+// others', and the others wait for it in the collectives (analyze/ranks.h).
+// Judged on arrival-based waits, not phase times: under DDP every rank's
+// backward lasts as long as the slowest one's.
+#include <algorithm>
+
+#include "analyze/diagnosis.h"
+#include "analyze/ranks.h"
+
+namespace torchneck {
+namespace {
+
+// A fifth of the step: ranks doing the same work on one machine differ by
+// up to 12 % measured (2 ranks of DDP on 2 cores, each with gloo's worker
+// threads, under torch 2.6: the rank that shares its core with the other's
+// threads); a fifth is a rank doing more.
+constexpr double kStragglerShare = 0.20;
+// Two fifths: the job runs at the straggler's pace by that much.
+constexpr double kStragglerHighShare = 0.40;
+// The others' wait must account for at least half the straggler's extra
+// time: otherwise the extra time was hidden (overlapped) and costs nobody.
+constexpr double kWaitAccounts = 0.5;
+// Of its extra time, the part that says why: more than half.
+constexpr double kReasonShare = 0.5;
+
+double median_without(const std::vector<RankSummary>& v, size_t skip, double (*get)(const RankSummary&)) {
+  std::vector<double> x;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i != skip && v[i].steps > 0) x.push_back(get(v[i]));
+  if (x.empty()) return 0;
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+}  // namespace
+
+void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
+  if (in.ranks == nullptr || in.ranks->empty() || in.ranks->steps == 0) return;
+  const std::vector<RankSummary>& ranks = in.ranks->ranks;
+  size_t worst = 0;
+  double excess = -1;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r].steps == 0) continue;
+    const double e = ranks[r].own_ns() - median_without(ranks, r, [](const RankSummary& s) { return s.own_ns(); });
+    if (e > excess) excess = e, worst = r;
+  }
+  const RankSummary& s = ranks[worst];
+  const double step = s.step_ns;
+  const double others_wait = median_without(ranks, worst, [](const RankSummary& x) { return x.wait_ns; });
+  if (step <= 0 || excess < kStragglerShare * step || others_wait < kWaitAccounts * excess) return;
+
+  const double data_excess = s.data_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.data_ns; });
+  const double compute_excess =
+      s.compute_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.compute_ns; });
+  const double others_runqueue = median_without(ranks, worst, [](const RankSummary& x) { return x.runqueue_share; });
+  const double runqueue_excess_ns =
+      s.runqueue_share >= 0 && others_runqueue >= 0 ? (s.runqueue_share - others_runqueue) * step : 0;
+  std::string why, fix;
+  if (data_excess >= kReasonShare * excess) {
+    why = "input";
+    fix = "give rank " + std::to_string(s.rank) +
+          "'s DataLoader what the others have (num_workers, storage, the same sampler share), or look at "
+          "that rank's input pipeline on its own: torchneck's rank-" + std::to_string(s.rank) + " report";
+  } else if (runqueue_excess_ns >= kReasonShare * std::max(compute_excess, 1.0)) {
+    why = "host";
+    fix = "rank " + std::to_string(s.rank) + "'s process waits for a CPU core: other work on its cores, or "
+          "too many threads for them (pin each rank to its own cores, torch.set_num_threads per rank)";
+  } else {
+    why = "compute";
+    fix = "rank " + std::to_string(s.rank) + " computes more per step than the others: an uneven split of the "
+          "work (larger batches or longer sequences on it), extra work only it does (logging, metrics, hooks on "
+          "rank " + std::to_string(s.rank) + "), or a slower device";
+  }
+  Finding f = make_finding(FindingId::straggler);
+  f.rank = s.rank;
+  f.numbers.push_back({"excess_ms", excess / 1e6});
+  f.title = "Rank " + std::to_string(s.rank) + " holds the others back: its own work takes " +
+            fmt_ms(static_cast<int64_t>(excess)) + " more per step (" + why + ")";
+  if (excess >= kStragglerHighShare * step) f.severity = Severity::kHigh;
+  f.evidence.push_back("rank " + std::to_string(s.rank) + ": data wait " + fmt_ms(static_cast<int64_t>(s.data_ns)) +
+                       ", compute " + fmt_ms(static_cast<int64_t>(s.compute_ns)) + " per step; the other ranks' "
+                       "median: data " + fmt_ms(static_cast<int64_t>(s.data_ns - data_excess)) + ", compute " +
+                       fmt_ms(static_cast<int64_t>(s.compute_ns - compute_excess)));
+  f.evidence.push_back("the other ranks wait " + fmt_ms(static_cast<int64_t>(others_wait)) +
+                       " per step in collectives for the last rank to arrive; rank " + std::to_string(s.rank) +
+                       " waits " + fmt_ms(static_cast<int64_t>(s.wait_ns)) + " and arrives last at " +
+                       fmt_pct(s.last_share) + " of " + std::to_string(in.ranks->matched) + " collectives");
+  if (why == "host")
+    f.evidence.push_back("its main thread waited for a CPU " + fmt_pct(s.runqueue_share) + " of the run, the others " +
+                         fmt_pct(others_runqueue));
+  f.evidence.push_back("by arrival times at the collectives, not by phase times: with DDP every rank's backward "
+                       "lasts as long as the slowest one's");
+  f.recommendation = fix;
+  const double saved = std::min(excess, others_wait);
+  f.estimated_gain_pct = 100.0 * saved / step;
+  f.gain_arithmetic = "the others' wait for it, " + fmt_ms(static_cast<int64_t>(saved)) + " of a " +
+                      fmt_ms(static_cast<int64_t>(step)) + " step: the step if rank " + std::to_string(s.rank) +
+                      " ran like the median rank";
+  f.numbers.push_back({"data_excess_ms", data_excess / 1e6});
+  f.numbers.push_back({"compute_excess_ms", compute_excess / 1e6});
+  f.cause = why;
+  out.push_back(std::move(f));
+}
+
+}  // namespace torchneck

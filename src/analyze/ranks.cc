@@ -1,0 +1,264 @@
+#include "analyze/ranks.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "model/run_enums.h"
+
+namespace torchneck {
+namespace {
+
+struct Interval {
+  int64_t lo, hi;
+};
+
+// Sorted, disjoint.
+std::vector<Interval> unite(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
+  std::vector<Interval> out;
+  for (const Interval& x : v) {
+    if (x.hi <= x.lo) continue;
+    if (!out.empty() && x.lo <= out.back().hi) out.back().hi = std::max(out.back().hi, x.hi);
+    else out.push_back(x);
+  }
+  return out;
+}
+
+// The first interval of the sorted, disjoint V that ends after T.
+size_t first_after(const std::vector<Interval>& v, int64_t t) {
+  return static_cast<size_t>(std::upper_bound(v.begin(), v.end(), t, [](int64_t x, const Interval& i) {
+                               return x < i.hi;
+                             }) - v.begin());
+}
+
+// |(A within [lo, hi)) minus B|, A and B sorted and disjoint.
+int64_t measure_minus(const std::vector<Interval>& a, const std::vector<Interval>& b, int64_t lo, int64_t hi) {
+  int64_t total = 0;
+  size_t j = first_after(b, lo);
+  for (size_t i = first_after(a, lo); i < a.size() && a[i].lo < hi; ++i) {
+    int64_t x = std::max(a[i].lo, lo);
+    const int64_t end = std::min(a[i].hi, hi);
+    while (x < end) {
+      while (j < b.size() && b[j].hi <= x) ++j;
+      if (j >= b.size() || b[j].lo >= end) {
+        total += end - x;
+        break;
+      }
+      if (b[j].lo > x) total += b[j].lo - x;
+      x = b[j].hi;
+    }
+  }
+  return total;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Each rank's completed collectives by name, in the order it started them.
+using ByName = std::map<std::string, std::vector<const CollectiveEvent*>>;
+
+ByName by_name(const Run& run) {
+  ByName out;
+  for (const CollectiveEvent& c : run.collectives) {
+    const std::string& name = c.name_id < run.strings.size() ? run.strings[c.name_id] : std::string("?");
+    out[name].push_back(&c);
+  }
+  for (auto& [name, v] : out)
+    std::stable_sort(v.begin(), v.end(),
+                     [](const CollectiveEvent* x, const CollectiveEvent* y) { return x->start_ns < y->start_ns; });
+  return out;
+}
+
+}  // namespace
+
+RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
+  RankAnalysis a;
+  const size_t n = runs.size();
+  if (n < 2) return a;
+  a.ranks.resize(n);
+  std::vector<ByName> names(n);
+  std::set<std::string> hosts;
+  for (size_t r = 0; r < n; ++r) {
+    const Run& run = *runs[r];
+    RankSummary& s = a.ranks[r];
+    s.rank = run.rank.rank;
+    s.host = run.rank.host;
+    s.ending = to_string(run.run.ending);
+    s.exit_code = run.run.exit_code;
+    if (run.run.main_thread_runqueue_s >= 0 && run.run.wall_s > 0)
+      s.runqueue_share = run.run.main_thread_runqueue_s / run.run.wall_s;
+    s.end_unix_s = run.run.start_unix_s + run.run.wall_s;
+    s.collectives = run.collectives.size();
+    for (const CollectiveEvent& c : run.collectives) s.collective_bytes += std::max<int64_t>(0, c.bytes);
+    names[r] = by_name(run);
+    hosts.insert(run.rank.host);
+  }
+
+  // The first rank to fail names the crash; the others' endings follow it
+  // (torchrun stops them, or their collectives fail).
+  const RankSummary* first = nullptr;
+  for (const RankSummary& s : a.ranks) {
+    const bool ok = s.exit_code == 0 && (s.ending == "finished" || s.ending == "sys.exit");
+    if (!ok && (first == nullptr || s.end_unix_s < first->end_unix_s)) first = &s;
+  }
+  if (first != nullptr) {
+    a.first_failure = first->rank;
+    char buf[160];
+    a.failure = "rank " + std::to_string(first->rank) + " failed first: " + first->ending + ", exit status " +
+                std::to_string(first->exit_code);
+    for (const RankSummary& s : a.ranks)
+      if (&s != first) {
+        std::snprintf(buf, sizeof buf, "; rank %lld ended %.2f s later (%s)", static_cast<long long>(s.rank),
+                      s.end_unix_s - first->end_unix_s, s.ending.c_str());
+        a.failure += buf;
+      }
+  }
+
+  // The operations every rank took part in: the k-th of each name.
+  std::map<std::string, size_t> common;
+  for (const auto& [name, v] : names[0]) {
+    size_t k = v.size();
+    for (size_t r = 1; r < n; ++r) {
+      auto it = names[r].find(name);
+      k = std::min(k, it == names[r].end() ? size_t{0} : it->second.size());
+    }
+    if (k > 0) common[name] = k;
+  }
+  for (size_t r = 0; r < n; ++r)
+    for (const auto& [name, v] : names[r])
+      if (v.size() != (common.count(name) ? common[name] : 0)) {
+        a.notes.push_back("rank " + std::to_string(a.ranks[r].rank) + " started " + std::to_string(v.size()) +
+                          " " + name + ", more than every rank did: the extra ones are not compared");
+        break;
+      }
+
+  // One time axis: on one host the ranks share CLOCK_MONOTONIC; across
+  // hosts, a collective completes at about the same instant everywhere.
+  a.clock_offset_ns.assign(n, 0);
+  if (hosts.size() <= 1) {
+    a.clock = "one host: the ranks' monotonic clocks are one clock";
+  } else {
+    for (size_t r = 1; r < n; ++r) {
+      std::vector<double> d;
+      for (const auto& [name, k] : common)
+        for (size_t i = 0; i < k; ++i) {
+          const CollectiveEvent* x = names[0][name][i];
+          const CollectiveEvent* y = names[r][name][i];
+          if (x->end_ns > 0 && y->end_ns > 0) d.push_back(static_cast<double>(x->end_ns - y->end_ns));
+        }
+      a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
+    }
+    a.clock = "aligned on the collectives' completions (" + std::to_string(hosts.size()) +
+              " hosts: each rank's clock shifted by the median difference of their end times to rank " +
+              std::to_string(a.ranks[0].rank) + "'s)";
+  }
+
+  // Per rank: the time its part of each operation waited for the last
+  // arrival, and the transfer after it.
+  std::vector<std::vector<Interval>> waits(n), comms(n);
+  std::vector<uint64_t> last_count(n, 0);
+  for (const auto& [name, k] : common) {
+    CollectiveStats st;
+    st.name = name;
+    st.calls = k;
+    int64_t bytes = 0, known = 0;
+    double duration = 0, wait = 0, transfer = 0;
+    uint64_t samples = 0;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t last = INT64_MIN;
+      size_t last_rank = 0;
+      bool complete = true;
+      for (size_t r = 0; r < n; ++r) {
+        const CollectiveEvent* c = names[r][name][i];
+        const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
+        if (arrive > last) last = arrive, last_rank = r;
+        if (c->end_ns <= 0) complete = false;
+      }
+      if (names[0][name][i]->bytes >= 0) bytes += names[0][name][i]->bytes, ++known;
+      if (!complete) continue;
+      ++a.matched;
+      ++last_count[last_rank];
+      for (size_t r = 0; r < n; ++r) {
+        const CollectiveEvent* c = names[r][name][i];
+        const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
+        const int64_t end = c->end_ns + a.clock_offset_ns[r];
+        if (last > arrive) waits[r].push_back({arrive, std::min(last, end)});
+        comms[r].push_back({arrive, end});
+        duration += static_cast<double>(end - arrive);
+        wait += static_cast<double>(std::max<int64_t>(0, std::min(last, end) - arrive));
+        transfer += static_cast<double>(std::max<int64_t>(0, end - std::max(last, arrive)));
+        ++samples;
+      }
+    }
+    if (known > 0) st.bytes_per_call = bytes / known;
+    if (samples > 0) {
+      st.duration_ns = duration / static_cast<double>(samples);
+      st.wait_ns = wait / static_cast<double>(samples);
+      st.transfer_ns = transfer / static_cast<double>(samples);
+    }
+    a.collectives.push_back(st);
+  }
+  std::sort(a.collectives.begin(), a.collectives.end(), [](const CollectiveStats& x, const CollectiveStats& y) {
+    return x.duration_ns * static_cast<double>(x.calls) > y.duration_ns * static_cast<double>(y.calls);
+  });
+  for (size_t r = 0; r < n; ++r)
+    a.ranks[r].last_share = a.matched > 0 ? static_cast<double>(last_count[r]) / static_cast<double>(a.matched) : 0;
+
+  // The steps every rank has, by index (collectives keep ranks in
+  // lockstep), that are steady on every rank.
+  size_t common_steps = SIZE_MAX;
+  for (size_t r = 0; r < n; ++r) common_steps = std::min(common_steps, steps[r]->steps.size());
+  std::vector<size_t> compared;
+  for (size_t i = 0; i < common_steps; ++i) {
+    bool steady = true;
+    for (size_t r = 0; r < n; ++r) steady = steady && steps[r]->steps[i].steady;
+    if (steady) compared.push_back(i);
+  }
+  a.steps = compared.size();
+  if (compared.empty()) {
+    a.notes.push_back("no step is steady on every rank: the ranks' steps are not compared");
+    return a;
+  }
+  for (size_t r = 0; r < n; ++r) {
+    const Run& run = *runs[r];
+    // What the rank itself was doing: its operators (the data fetches
+    // among them) on the threads that run the step and issue collectives.
+    std::set<uint32_t> own_threads = {run.main_thread};
+    for (const CollectiveEvent& c : run.collectives) own_threads.insert(c.thread_index);
+    std::vector<Interval> busy;
+    for (const OpEvent& e : run.timeline)
+      if (own_threads.count(e.thread_index))
+        busy.push_back({e.start_ns + a.clock_offset_ns[r], e.end_ns + a.clock_offset_ns[r]});
+    busy = unite(std::move(busy));
+    const std::vector<Interval> wait = unite(waits[r]);
+    const std::vector<Interval> comm = unite(comms[r]);
+    RankSummary& s = a.ranks[r];
+    double step = 0, data = 0, w = 0, all = 0;
+    for (size_t i : compared) {
+      const Step& st = steps[r]->steps[i];
+      const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
+      step += static_cast<double>(st.duration());
+      data += static_cast<double>(st.breakdown[Phase::kData]);
+      w += static_cast<double>(measure_minus(wait, busy, lo, hi));
+      all += static_cast<double>(measure_minus(comm, busy, lo, hi));
+    }
+    const double k = static_cast<double>(compared.size());
+    s.steps = compared.size();
+    s.step_ns = step / k;
+    s.data_ns = data / k;
+    s.wait_ns = w / k;
+    s.transfer_ns = std::max(0.0, all - w) / k;
+    s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
+  }
+  return a;
+}
+
+}  // namespace torchneck

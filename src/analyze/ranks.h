@@ -1,0 +1,74 @@
+// Several ranks of one distributed job, side by side: each rank's step
+// split into its own time (data wait, compute) and the time it spent in
+// collectives that nothing else overlapped, itself split into the wait for
+// the last rank to arrive and the transfer after it; and the collectives
+// matched across ranks (the k-th of a name on every rank is one operation).
+//
+// Why waits and not phase times: with DDP the gradient all-reduce is a
+// barrier inside backward, so every rank's backward takes the same wall
+// time; a rank that computes 200 ms more and the ranks that wait 200 ms for
+// it look alike by phase. Arrival times at the collectives tell them apart:
+// the straggler arrives last and waits for nobody.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyze/steps.h"
+#include "model/run.h"
+
+namespace torchneck {
+
+// One rank's mean steady step (the steps every rank has), in parts that sum
+// to step_ns: data_ns + compute_ns + wait_ns + transfer_ns.
+struct RankSummary {
+  int64_t rank = -1;
+  std::string host;
+  std::string ending;  // how the rank's run ended (run_enums.h), "" when it left no profile
+  int exit_code = 0;
+  size_t steps = 0;         // steady steps in the comparison
+  double step_ns = 0;       // mean step
+  double data_ns = 0;       // waiting for its DataLoader
+  double compute_ns = 0;    // the rest of its own time: forward, backward, optimizer, Python
+  double wait_ns = 0;       // in collectives, waiting for the last rank to arrive, not overlapped
+  double transfer_ns = 0;   // in collectives after every rank arrived, not overlapped
+  double runqueue_share = -1;  // of the run, its main thread waited for a CPU (schedstat); -1 unknown
+  double last_share = 0;       // of the matched collectives, the share it arrived last at
+  double end_unix_s = 0;       // when its run ended (wall clock)
+  uint64_t collectives = 0;    // collectives it started (all, not only in the steps)
+  int64_t collective_bytes = 0;
+  double own_ns() const { return data_ns + compute_ns; }
+};
+
+// One collective name, over the matched operations of every rank.
+struct CollectiveStats {
+  std::string name;             // "gloo:all_reduce"
+  uint64_t calls = 0;           // per rank (the lowest rank's count)
+  int64_t bytes_per_call = -1;  // mean, -1 unknown
+  double duration_ns = 0;       // mean enqueue-to-completion, over ranks
+  double wait_ns = 0;           // mean time from a rank's arrival to the last rank's
+  double transfer_ns = 0;       // mean time from the last arrival to completion
+};
+
+struct RankAnalysis {
+  std::vector<RankSummary> ranks;  // by rank; empty when fewer than two ranks have steps
+  std::vector<CollectiveStats> collectives;  // by total duration
+  uint64_t matched = 0;    // operations matched on every rank
+  size_t steps = 0;        // steady steps compared (the same index on every rank)
+  // How the ranks' clocks were put on one axis: "one host: one monotonic
+  // clock", or "aligned on the collectives' completions (N hosts)".
+  std::string clock;
+  std::vector<int64_t> clock_offset_ns;  // per rank (ranks' order), added to its times
+  std::vector<std::string> notes;        // what could not be compared, and why
+  // The rank that failed first (an exception, a signal, a non-zero exit),
+  // said in one line; -1 and "" when every rank finished.
+  int64_t first_failure = -1;
+  std::string failure;
+  bool empty() const { return ranks.size() < 2; }
+};
+
+// RUNS and their STEPS (each rank's analyze_steps), by rank.
+RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps);
+
+}  // namespace torchneck

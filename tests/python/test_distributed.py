@@ -1,0 +1,191 @@
+"""Distributed runs (DDP on gloo, 2 ranks on this machine) against what each
+rank measures about itself in the same run (ddp_train.py's --truth: its
+steps by perf_counter, the delay it planted): a balanced run has no
+straggler; a rank with a slow DataLoader is named an input straggler; a
+rank with extra compute inside backward, after DDP's hooks, where only the
+barrier shows it, is named a compute straggler; a run whose all-reduce
+dominates is communication-bound; a rank that crashes leaves every report
+and the merged one, with torchrun's exit status. Launched both ways a user
+does: `torchneck torchrun` (torch's own launcher) and ranks started by hand
+(RANK, WORLD_SIZE, MASTER_ADDR/PORT), each `torchneck run -o DIR`."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import statistics
+
+import pytest
+
+from conftest import PYTHON, ROOT, TOOL, load_profile, script
+
+TRAIN = script(os.path.join("dist", "ddp_train.py"))
+# Torch 2.x as Debian builds it has no libuv: ranks started by hand need it
+# off (torch 1.13 ignores the variable).
+ENV = dict(os.environ, USE_LIBUV="0")
+# The planted delay, and how close the straggler's extra time must come to
+# it: the rank's own clock says what it planted; the rest of its step is
+# the same work as the others' (2 noisy cores: a few ms either way).
+DELAY_MS = 30.0
+EXCESS_TOLERANCE = 0.30
+STEP_TOLERANCE = 0.10
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def by_hand(out, mode, truth, *extra):
+    port = str(free_port())
+    procs = []
+    for r in (0, 1):
+        env = dict(ENV, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
+                   TORCHNECK_MERGE_WAIT_S="60")
+        procs.append(subprocess.Popen([TOOL, "run", "-o", out, TRAIN, "--mode", mode, "--truth", truth, *extra],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = [p.communicate(timeout=240) for p in procs]
+    return procs[0].returncode, results[0][1], [p.returncode for p in procs]
+
+
+def torchrun(out, mode, truth, *extra):
+    r = subprocess.run([TOOL, "torchrun", "-o", out, "--nproc_per_node=2", TRAIN, "--mode", mode, "--truth", truth,
+                        *extra], env=ENV, capture_output=True, text=True, timeout=240)
+    return r.returncode, r.stderr, [r.returncode]
+
+
+LAUNCHES = {"torchrun": torchrun, "by_hand": by_hand}
+
+
+def run_job(tmp_path, launch, mode, *extra):
+    out = str(tmp_path / "out")
+    truth = str(tmp_path / "truth")
+    code, stderr, codes = LAUNCHES[launch](out, mode, truth, *extra)
+    return out, truth, code, stderr, codes
+
+
+def truths(truth):
+    out = {}
+    for r in (0, 1):
+        with open(f"{truth}.rank{r}.json") as f:
+            out[r] = json.load(f)
+    return out
+
+
+def check_ranks_against_truth(prof, truth):
+    """Each rank's mean step as its own clock measured it (the steps after
+    the first, as torchneck leaves warm-up out)."""
+    t = truths(truth)
+    assert [r["rank"] for r in prof["ranks"]] == [0, 1]
+    for r in prof["ranks"]:
+        own = statistics.mean(t[r["rank"]]["steps"][1:]) * 1e3
+        assert r["step_ms"] == pytest.approx(own, rel=STEP_TOLERANCE), (r, own)
+        parts = r["data_ms"] + r["compute_ms"] + r["collective_wait_ms"] + r["collective_transfer_ms"]
+        assert parts == pytest.approx(r["step_ms"], rel=0.02)
+    return t
+
+
+def ids(prof):
+    return {f["id"]: f for f in prof["findings"]}
+
+
+@pytest.mark.parametrize("launch", sorted(LAUNCHES))
+def test_balanced_run_has_no_straggler(tmp_path, launch):
+    out, truth, code, stderr, _ = run_job(tmp_path, launch, "balanced")
+    assert code == 0, stderr[-3000:]
+    prof = load_profile(out)
+    check_ranks_against_truth(prof, truth)
+    found = ids(prof)
+    assert "straggler" not in found, found["straggler"]
+    assert "load_imbalance" not in found
+    assert prof["collectives"]["matched"] >= 30  # one bucket all-reduce per step, and DDP's set-up
+    assert os.path.exists(os.path.join(out, "rank-0", "profile.json"))
+    assert os.path.exists(os.path.join(out, "rank-1", "profile.json"))
+
+
+@pytest.mark.parametrize("launch,mode,cause", [("torchrun", "slow_loader", "input"),
+                                               ("by_hand", "slow_loader", "input"),
+                                               ("torchrun", "slow_backward", "compute"),
+                                               ("by_hand", "slow_backward", "compute")])
+def test_the_slow_rank_is_named_with_why(tmp_path, launch, mode, cause):
+    out, truth, code, stderr, _ = run_job(tmp_path, launch, mode, "--delay-ms", str(DELAY_MS))
+    assert code == 0, stderr[-3000:]
+    prof = load_profile(out)
+    t = check_ranks_against_truth(prof, truth)
+    found = ids(prof)
+    assert "straggler" in found, [f["id"] for f in prof["findings"]]
+    f = found["straggler"]
+    assert f["rank"] == 1 and f["cause"] == cause, f
+    planted = statistics.mean(t[1]["delays"][1:]) * 1e3
+    assert planted == pytest.approx(DELAY_MS, rel=0.05)  # the script did plant it
+    assert f["excess_ms"] == pytest.approx(planted, rel=EXCESS_TOLERANCE), (f, planted)
+    # Through DDP's barrier both ranks' steps last alike: only the waits tell.
+    assert prof["ranks"][0]["step_ms"] == pytest.approx(prof["ranks"][1]["step_ms"], rel=0.05)
+    assert prof["ranks"][0]["collective_wait_ms"] > 0.5 * planted
+    if launch == "torchrun":
+        assert "VERDICT: Rank 1 holds the others back" in stderr
+
+
+def test_dominant_all_reduce_is_communication_bound(tmp_path):
+    out, truth, code, stderr, _ = run_job(tmp_path, "torchrun", "comm_heavy")
+    assert code == 0, stderr[-3000:]
+    prof = load_profile(out)
+    check_ranks_against_truth(prof, truth)
+    found = ids(prof)
+    assert "communication_bound" in found, [f["id"] for f in prof["findings"]]
+    assert "straggler" not in found
+    top = prof["collectives"]["by_name"][0]
+    assert top["name"] == "c10d::allreduce_"
+    # DDP's buckets hold the 6M-float parameter's gradient, 24 MB, each step.
+    assert top["bytes_per_call"] * top["calls"] >= 24e6 * 29
+
+
+def plain_exit_status(mode, tmp_path):
+    """torchrun's own exit status for the same job unprofiled (with only
+    the work-arounds its environment needs to start)."""
+    r = subprocess.run([PYTHON, "-m", "torchneck.torchrun_cmd", "--nproc_per_node=2", TRAIN, "--mode", mode,
+                        "--truth", str(tmp_path / "plain")], env=dict(ENV, PYTHONPATH=os.path.join(ROOT, "python")),
+                       capture_output=True, text=True, timeout=240)
+    return r.returncode
+
+
+def test_a_crashing_rank_leaves_every_report(tmp_path):
+    out, truth, code, stderr, _ = run_job(tmp_path, "torchrun", "crash")
+    assert code == plain_exit_status("crash", tmp_path) != 0
+    prof = load_profile(out)
+    assert prof["first_failure"]["rank"] == 1
+    assert {r["rank"]: r["ending"] for r in prof["ranks"]}[1] == "exception"
+    for r in (0, 1):
+        assert os.path.exists(os.path.join(out, f"rank-{r}", "report.txt"))
+    assert "FAILED: rank 1 failed first" in stderr
+
+
+def test_report_merges_again_and_refuses_bad_folders(tmp_path):
+    out, _, code, stderr, _ = run_job(tmp_path, "by_hand", "balanced")
+    assert code == 0, stderr[-3000:]
+    first = load_profile(out)
+    os.remove(os.path.join(out, "profile.json"))
+    r = subprocess.run([TOOL, "report", out], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    again = load_profile(out)
+    assert [x["step_ms"] for x in again["ranks"]] == [x["step_ms"] for x in first["ranks"]]
+
+    # A rank folder of another job (another rendezvous port).
+    other = str(tmp_path / "other")
+    shutil.copytree(out, other)
+    port_job = str(tmp_path / "second")
+    code, stderr, _ = by_hand(port_job, "balanced", str(tmp_path / "t2"), "--steps", "5")
+    assert code == 0, stderr[-3000:]
+    shutil.rmtree(os.path.join(other, "rank-1"))
+    shutil.copytree(os.path.join(port_job, "rank-1"), os.path.join(other, "rank-1"))
+    r = subprocess.run([TOOL, "report", other], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "from another run" in r.stderr
+
+    # A rank missing.
+    shutil.rmtree(os.path.join(other, "rank-1"))
+    r = subprocess.run([TOOL, "report", other], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "rank 1 of 2 has no folder" in r.stderr
