@@ -30,7 +30,7 @@ def split_options(argv, run_options):
     while i < len(argv):
         a = argv[i]
         name = a.split("=", 1)[0]
-        if name in names and a not in ("-m",):
+        if name in names:
             ours.append(a)
             if "=" not in a and name not in _RUN_FLAGS:
                 if i + 1 >= len(argv):
@@ -38,9 +38,9 @@ def split_options(argv, run_options):
                 ours.append(argv[i + 1])
                 i += 1
         elif not a.startswith("-"):
-            theirs.extend(argv[i:])  # the script (or a torchrun option's value, which the parser sorts out)
-            # torchrun's own parser decides where its options end; ours are only before the first operand
-            # whose previous token is not an option taking a value, so stop scanning for ours here.
+            # The script, or a torchrun option's value: torchrun's parser sorts
+            # that out; run's options are only read before it.
+            theirs.extend(argv[i:])
             break
         else:
             theirs.append(a)

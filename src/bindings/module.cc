@@ -429,7 +429,6 @@ PYBIND11_MODULE(_torchneck, m) {
       },
       py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);
-  m.def("is_ranks_folder", [](const std::string& dir) { return is_ranks_folder(dir); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

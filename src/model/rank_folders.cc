@@ -28,8 +28,6 @@ std::map<int64_t, std::string> rank_dirs(const std::string& base) {
 
 }  // namespace
 
-bool is_ranks_folder(const std::string& dir) { return !rank_dirs(dir).empty(); }
-
 RankFolders load_rank_folders(const std::string& base, bool strict,
                               Run (*load)(const std::string& dir, std::vector<std::string>& notes)) {
   RankFolders out;

@@ -10,9 +10,6 @@
 
 namespace torchneck {
 
-// Whether DIR holds rank-K folders (K a number).
-bool is_ranks_folder(const std::string& dir);
-
 struct RankFolders {
   std::vector<Run> runs;           // one per rank folder with a readable profile, in rank order
   std::vector<std::string> notes;  // ranks without a profile, or refused (lenient)
