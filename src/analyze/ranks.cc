@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "analyze/gpu/hta.h"
 #include "model/run_enums.h"
 
 namespace torchneck {
@@ -77,6 +78,33 @@ ByName by_name(const Run& run) {
   return out;
 }
 
+// What the rank itself was doing while its collectives ran, on its clock
+// plus OFFSET: its operators and its data waits on the threads
+// that run the step and issue collectives; when the collectives are device
+// kernels (a trace of NCCL), its device work other than communication, which
+// is what a kernel waiting for the other ranks holds back.
+std::vector<Interval> own_work(const Run& run, int64_t offset) {
+  std::vector<Interval> busy;
+  if (run.collectives_on_device) {
+    for (const Activity& e : run.activities.events)
+      if (is_gpu_work(e.cat) && gpu::kernel_type(run.activities.name_of(e)) != gpu::KernelType::kCommunication)
+        busy.push_back({e.ts_ns + offset, e.end_ns() + offset});
+    return unite(std::move(busy));
+  }
+  std::set<uint32_t> own_threads = {run.main_thread};
+  for (const CollectiveEvent& c : run.collectives) own_threads.insert(c.thread_index);
+  // Not the user's scopes (record_function, ProfilerStep#N): they mark
+  // time, they do no work; one around the whole step would hide every wait.
+  // The DataLoader's scope is the rank's data wait, its own time.
+  auto own = [&](const OpEvent& e) {
+    if (e.kind != OpKind::kUserScope) return true;
+    return e.name_id < run.strings.size() && run.strings[e.name_id].rfind("enumerate(DataLoader)", 0) == 0;
+  };
+  for (const OpEvent& e : run.timeline)
+    if (own_threads.count(e.thread_index) && own(e)) busy.push_back({e.start_ns + offset, e.end_ns + offset});
+  return unite(std::move(busy));
+}
+
 }  // namespace
 
 RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
@@ -102,11 +130,16 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     hosts.insert(run.rank.host);
   }
 
+  if (runs[0]->rank.world_size > static_cast<int64_t>(n))
+    a.notes.push_back(std::to_string(n) + " of the job's " + std::to_string(runs[0]->rank.world_size) +
+                      " ranks: the waits are for the last of these to arrive, the other ranks unseen");
+
   // The first rank to fail names the crash; the others' endings follow it
   // (torchrun stops them, or their collectives fail).
   const RankSummary* first = nullptr;
   for (const RankSummary& s : a.ranks) {
-    const bool ok = s.exit_code == 0 && (s.ending == "finished" || s.ending == "sys.exit");
+    // A trace (torchneck analyze) says nothing of how its rank ended.
+    const bool ok = s.exit_code == 0 && (s.ending == "finished" || s.ending == "sys.exit" || s.ending == "trace");
     if (!ok && (first == nullptr || s.end_unix_s < first->end_unix_s)) first = &s;
   }
   if (first != nullptr) {
@@ -143,7 +176,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   // One time axis: on one host the ranks share CLOCK_MONOTONIC; across
   // hosts, a collective completes at about the same instant everywhere.
   a.clock_offset_ns.assign(n, 0);
-  if (hosts.size() <= 1) {
+  if (hosts.size() <= 1 && hosts.count("") == 0) {
     a.clock = "one host: the ranks' monotonic clocks are one clock";
   } else {
     for (size_t r = 1; r < n; ++r) {
@@ -156,8 +189,10 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
         }
       a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
     }
-    a.clock = "aligned on the collectives' completions (" + std::to_string(hosts.size()) +
-              " hosts: each rank's clock shifted by the median difference of their end times to rank " +
+    const std::string where = hosts.count("") != 0 ? std::string("hosts not known (traces)")
+                                                   : std::to_string(hosts.size()) + " hosts";
+    a.clock = "aligned on the collectives' completions (" + where +
+              ": each rank's clock shifted by the median difference of their end times to rank " +
               std::to_string(a.ranks[0].rank) + "'s)";
   }
 
@@ -229,15 +264,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   }
   for (size_t r = 0; r < n; ++r) {
     const Run& run = *runs[r];
-    // What the rank itself was doing: its operators (the data fetches
-    // among them) on the threads that run the step and issue collectives.
-    std::set<uint32_t> own_threads = {run.main_thread};
-    for (const CollectiveEvent& c : run.collectives) own_threads.insert(c.thread_index);
-    std::vector<Interval> busy;
-    for (const OpEvent& e : run.timeline)
-      if (own_threads.count(e.thread_index))
-        busy.push_back({e.start_ns + a.clock_offset_ns[r], e.end_ns + a.clock_offset_ns[r]});
-    busy = unite(std::move(busy));
+    const std::vector<Interval> busy = own_work(run, a.clock_offset_ns[r]);
     const std::vector<Interval> wait = unite(waits[r]);
     const std::vector<Interval> comm = unite(comms[r]);
     RankSummary& s = a.ranks[r];

@@ -353,6 +353,15 @@ std::string report_of_ranks(const std::string& base, const std::string& cwd, siz
   out.cwd = cwd;
   out.summary.top_python = out.summary.top_ops = top;
   out.trace.steps = trace_steps;
+  // trace.json: every rank, one process group each, on one time axis.
+  std::vector<Analysis> rank_steps(set.runs.size());
+  if (ranks.clock_offset_ns.size() == set.runs.size()) {
+    for (size_t i = 0; i < set.runs.size(); ++i) {
+      rank_steps[i].steps = steps[i];
+      out.rank_traces.push_back(RankTrace{&set.runs[i], &rank_steps[i], ranks.clock_offset_ns[i]});
+    }
+    out.rank_clock = ranks.clock;
+  }
   return write_analysed(primary, analyze_with_gpu_window(primary, out.summary, std::move(ranks)), out);
 }
 

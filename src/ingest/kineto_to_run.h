@@ -24,6 +24,13 @@ Run run_of_trace(kineto::Trace&& trace);
 // analyses read (activities, rank), so they may run meanwhile.
 void add_cpu_side(Run& run);
 
+// The trace's c10d collectives as Run::collectives (kineto_collectives.cc):
+// on a GPU, each NCCL kernel (its start the rank's arrival, its end the
+// completion), with collectives_on_device set; on CPU tensors, the op and
+// its Work, as a live run pairs them. After add_cpu_side (it needs the
+// threads and strings).
+void add_collectives(Run& run);
+
 // Both.
 Run run_from_trace(kineto::Trace&& trace);
 

@@ -338,6 +338,11 @@ struct Run {
   // those past the collector's bound are counted, not kept.
   std::vector<CollectiveEvent> collectives;
   uint64_t dropped_collectives = 0;
+  // The collectives' times are their device kernels' (a Kineto trace of
+  // NCCL, ingest/kineto_to_run.h): what overlaps them is the rank's other
+  // device work, not its host operators. Not part of the spill: live runs
+  // record host times.
+  bool collectives_on_device = false;
   // Device work and the host activity around it (model/activity.h): a
   // Kineto trace's, or a live run's GPU window; empty on a CPU-only run.
   Activities activities;

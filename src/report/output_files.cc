@@ -61,7 +61,10 @@ std::string write_analysed(const Run& run, const Analysis& analysis, const Outpu
 void write_trace_json(const Run& run, const Analysis& analysis, const OutputOptions& options) {
   write_file_atomically(
       options.dir + "/trace.json",
-      [&](const std::function<void(std::string_view)>& sink) { trace_json(run, analysis, options.trace, sink); },
+      [&](const std::function<void(std::string_view)>& sink) {
+        if (!options.rank_traces.empty()) ranks_trace_json(options.rank_traces, options.rank_clock, options.trace, sink);
+        else trace_json(run, analysis, options.trace, sink);
+      },
       kReplace);
 }
 

@@ -16,6 +16,10 @@ struct OutputOptions {
   SummaryOptions summary;
   TraceJsonOptions trace;  // trace.json: its step window, and the Kineto trace for analyze
   bool write_trace = true;  // false: the caller writes trace.json itself (write_trace_json)
+  // Several ranks: trace.json has them all (ranks_trace_json), on the clock
+  // `rank_clock` describes; the run passed is then only the first of them.
+  std::vector<RankTrace> rank_traces;
+  std::string rank_clock;
 };
 
 // Returns the terminal report text. When a file cannot be written: with

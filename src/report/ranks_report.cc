@@ -16,7 +16,9 @@ std::string ranks_terminal_section(const RankAnalysis& a) {
   appendf(out, "  %-5s %9s %9s %9s %9s %9s %8s %8s  %s\n", "rank", "step", "data", "compute", "wait", "transfer",
           "last at", "cpu wait", "ended");
   for (const RankSummary& s : a.ranks) {
-    const std::string ended = s.ending.empty() ? "no profile" : s.ending + " (" + std::to_string(s.exit_code) + ")";
+    const std::string ended = s.ending.empty()     ? "no profile"
+                              : s.ending == "trace" ? s.ending  // a trace does not say how its rank ended
+                                                    : s.ending + " (" + std::to_string(s.exit_code) + ")";
     if (s.steps == 0) {
       appendf(out, "  %-5lld %9s %9s %9s %9s %9s %8s %8s  %s\n", static_cast<long long>(s.rank), "-", "-", "-",
               "-", "-", "-", "-", ended.c_str());

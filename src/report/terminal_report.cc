@@ -381,8 +381,9 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   verdict_and_findings(out, analysis.diagnosis);
   out += ranks_terminal_section(analysis.ranks);
   if (!analysis.ranks.empty())
-    appendf(out, "\n(the sections below are rank %lld's; each rank's own report is in its rank-K folder)\n",
-            static_cast<long long>(analysis.ranks.ranks.front().rank));
+    appendf(out, "\n(the sections below are rank %lld's; %s)\n", static_cast<long long>(analysis.ranks.ranks.front().rank),
+            run.run.ending.kind == EndingKind::kIngestedTrace ? "`torchneck analyze` of one rank's trace gives its own"
+                                                              : "each rank's own report is in its rank-K folder");
   out += experiments_text(analysis.experiments);
   step_breakdown(out, analysis.steps);
   memory_section(out, analysis.memory, analysis.gc);

@@ -349,6 +349,7 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
   b.add_samples();
   if (b.activities != nullptr) b.add_gpu(*b.activities);
   b.apply_cap();
+  if (o.base_ns != INT64_MIN) b.base = o.base_ns;
   timing_phase("trace.json: slices", 2);
   b.clamped = nest(b.slices);
   timing_phase("trace.json: nest", 2);
@@ -358,7 +359,8 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
   // Written in pieces: one buffer, handed on whenever it passes kPiece.
   constexpr size_t kPiece = 256 * 1024;
   Out out(sink, kPiece);
-  out.append("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  if (!o.fragment) out.append("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  const int64_t off = o.pid_offset;
   bool first = true;
   auto sep = [&first](char* p) {
     if (!first) p = put(p, ",\n");
@@ -377,7 +379,7 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
     p = put(p, std::string_view(slice_cat_name(s.cat)));
     p = put(p, "\",\"name\":");
     p = put_str(p, s.name, scratch);
-    p = put_where(p, s.pid, s.tid, s.start - b.base);
+    p = put_where(p, s.pid + off, s.tid, s.start - b.base);
     p = put(p, ",\"dur\":");
     p = put_us(p, s.end - s.start);
     if (s.args_size > 0 || s.clamped) {
@@ -401,13 +403,13 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
       p = put(p, "\",\"name\":\"");
       p = put(p, cat);
       p = put(p, "\",\"bp\":\"e\"");
-      p = put_where(p, s.pid, s.tid, s.free_point - b.base);
+      p = put_where(p, s.pid + off, s.tid, s.free_point - b.base);
       *p++ = '}';
       out.done(p);
     }
   }
-  const std::vector<std::string> memory = memory_events(run, b.main_pid, b.base, w.start, w.end);
-  const std::vector<std::string> nvml = nvml_events(run, b.main_pid, b.base, w.start, w.end);
+  const std::vector<std::string> memory = memory_events(run, b.main_pid + off, b.base, w.start, w.end);
+  const std::vector<std::string> nvml = nvml_events(run, b.main_pid + off, b.base, w.start, w.end);
   for (const auto* events : {&memory, &nvml})
     for (const std::string& m : *events) {
       char* p = sep(out.room(m.size() + 2));
@@ -421,15 +423,72 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
     add_arg(args, "steps_in_run", static_cast<int64_t>(analysis.steps.count));
     tail += "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"window\",\"name\":";
     append_str(tail, "trace window ends (--trace-steps): later steps left out");
-    appendf(tail, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(b.main_pid), static_cast<long long>(kStepsTid));
+    appendf(tail, ",\"pid\":%lld,\"tid\":%lld,\"ts\":", static_cast<long long>(b.main_pid + off),
+            static_cast<long long>(kStepsTid));
     append_us(tail, w.end - b.base);
     tail += ",\"args\":{" + args + "}}";
+  }
+  if (o.fragment) {
+    out.append(tail);
+    out.flush();
+    return;
   }
   tail += "\n],\n\"otherData\":";
   tail += b.other_data(w.steps, w.limited, analysis.steps.count);
   tail += "}\n";
   out.append(tail);
   out.flush();
+}
+
+void ranks_trace_json(const std::vector<RankTrace>& ranks, const std::string& clock, const TraceJsonOptions& options,
+                      const std::function<void(std::string_view)>& sink) {
+  // ts 0: the earliest event of any rank, on the first rank's clock.
+  int64_t base = INT64_MAX;
+  for (const RankTrace& r : ranks) {
+    const Run& run = *r.run;
+    int64_t lo = INT64_MAX;
+    if (!run.timeline.empty()) lo = run.timeline.front().start_ns;
+    if (!r.analysis->steps.steps.empty()) lo = std::min(lo, r.analysis->steps.steps.front().start_ns);
+    if (!run.activities.events.empty()) lo = std::min(lo, run.activities.events.front().ts_ns);
+    if (lo != INT64_MAX) base = std::min(base, lo + r.offset_ns);
+  }
+  if (base == INT64_MAX) base = 0;
+  sink("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  bool any = false;
+  // pid_max on Linux is at most 2^22: each rank's pids, its GPUs' among them
+  // (kGpuPidBase + device), move by a multiple of it and stay distinct.
+  constexpr int64_t kPidSpan = int64_t{1} << 22;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankTrace& r = ranks[i];
+    TraceJsonOptions o = options;
+    o.max_events = std::max<size_t>(1000, options.max_events / std::max<size_t>(1, ranks.size()));
+    o.base_ns = base - r.offset_ns;
+    o.pid_offset = static_cast<int64_t>(i) * kPidSpan;
+    o.label = "rank " + std::to_string(r.run->rank.rank);
+    o.sort_offset = static_cast<int64_t>(i) * 100000;
+    o.fragment = true;
+    bool started = false;
+    trace_json(*r.run, *r.analysis, o, [&](std::string_view piece) {
+      if (piece.empty()) return;
+      if (!started && any) sink(",\n");
+      started = any = true;
+      sink(piece);
+    });
+  }
+  JsonWriter w;
+  w.begin_object();
+  w.field("tool", "torchneck");
+  w.field("format", "torchneck.trace/1");
+  w.field("ranks", static_cast<uint64_t>(ranks.size()));
+  w.field("ts_base_ns", base);
+  w.field("time", "ts and dur are microseconds since ts_base_ns on the first rank's clock; each rank's times are "
+                  "moved onto it as the clock line says");
+  w.field("clock", clock);
+  w.key("clock_offset_ns").begin_array();
+  for (const RankTrace& r : ranks) w.value(r.offset_ns);
+  w.end_array();
+  w.end_object();
+  sink("\n],\n\"otherData\":" + w.str() + "}\n");
 }
 
 }  // namespace torchneck

@@ -24,6 +24,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyze/analysis.h"
 #include "model/run.h"
@@ -44,7 +45,30 @@ struct TraceJsonOptions {
   // The main process's id when the Run does not say (no worker processes);
   // 0: unknown (then 1).
   int64_t pid = 0;
+  // One rank of several in one file (ranks_trace_json): ts 0 is this time
+  // on the run's clock (INT64_MIN: its first slice); every pid is moved by
+  // pid_offset (a trace's GPU pids are its device numbers, the same on every
+  // rank); its processes are named and sorted under `label`; and only the
+  // events are written, for the caller to put in its own file.
+  int64_t base_ns = INT64_MIN;
+  int64_t pid_offset = 0;
+  std::string label;
+  int64_t sort_offset = 0;
+  bool fragment = false;
 };
+
+// Several ranks of one job on one time axis, each rank's processes (its
+// main process, DataLoader workers, GPUs) under "rank K": RUNS[i] with
+// its ANALYSES[i].steps, shifted by OFFSETS_NS[i] (analyze/ranks.h,
+// RankAnalysis::clock_offset_ns); OPTIONS as for one run, its max_events
+// shared between the ranks.
+struct RankTrace {
+  const Run* run = nullptr;
+  const Analysis* analysis = nullptr;
+  int64_t offset_ns = 0;
+};
+void ranks_trace_json(const std::vector<RankTrace>& ranks, const std::string& clock, const TraceJsonOptions& options,
+                      const std::function<void(std::string_view)>& sink);
 
 // Of `analysis` only `steps` is read (write_trace_json relies on it). A run
 // with activities (Run::activities, from a Kineto trace) gets their GPU

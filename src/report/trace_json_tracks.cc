@@ -500,7 +500,7 @@ std::vector<std::string> TraceBuilder::metadata_events() const {
   auto meta = [&](const char* what, int64_t pid, int64_t tid, const char* key, const std::string* text, int64_t num) {
     std::string m;
     appendf(m, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,\"tid\":%lld,\"args\":{\"%s\":", what,
-            static_cast<long long>(pid), static_cast<long long>(tid), key);
+            static_cast<long long>(pid + options.pid_offset), static_cast<long long>(tid), key);
     if (text != nullptr) append_str(m, *text);
     else appendf(m, "%lld", static_cast<long long>(num));
     m += "}}";
@@ -511,9 +511,11 @@ std::vector<std::string> TraceBuilder::metadata_events() const {
   for (const auto& [pid, _] : procs) pids.insert(pid);
   for (int64_t pid : pids) {
     auto it = procs.find(pid);
-    const std::string name = it != procs.end() ? it->second.first : "process " + std::to_string(pid);
+    std::string name = it != procs.end() ? it->second.first : "process " + std::to_string(pid);
+    if (!options.label.empty()) name = options.label + ": " + name;  // one rank of several
     meta("process_name", pid, 0, "name", &name, 0);
-    meta("process_sort_index", pid, 0, "sort_index", nullptr, it != procs.end() ? it->second.second : 50);
+    meta("process_sort_index", pid, 0, "sort_index", nullptr,
+         options.sort_offset + (it != procs.end() ? it->second.second : 50));
   }
   for (const auto& track : used) {
     auto it = tracks.find(track);

@@ -214,12 +214,33 @@ int run(int argc, char** argv) {
   if (set.runs.size() > 1) {
     run.run.script = a.path;
     run.notes.push_back("several ranks: the operator tables and steps are rank " +
-                        std::to_string(run.rank.rank) + "'s; the GPU section is given for every rank under \"ranks\"");
+                        std::to_string(run.rank.rank) + "'s; the ranks are compared under \"Ranks\", and the GPU section is given for every rank under \"ranks\"");
   }
   run.notes.insert(run.notes.end(), set.notes.begin(), set.notes.end());
+  // Several ranks: each one's CPU side, steps and collectives, compared
+  // as a live job's ranks are (analyze/ranks.h).
+  RankAnalysis rank_analysis;
+  std::vector<Analysis> rank_steps(set.runs.size());  // trace.json of every rank: their steps
+  if (set.runs.size() > 1) {
+    std::vector<StepAnalysis> steps(set.runs.size());
+    std::vector<const Run*> runs;
+    std::vector<const StepAnalysis*> step_ptrs;
+    for (size_t i = 0; i < set.runs.size(); ++i) {
+      if (i > 0) add_cpu_side(set.runs[i]);
+      add_collectives(set.runs[i]);
+      steps[i] = analyze_steps(set.runs[i]);
+      runs.push_back(&set.runs[i]);
+      step_ptrs.push_back(&steps[i]);
+    }
+    rank_analysis = analyze_ranks(runs, step_ptrs);
+    phase("ranks compared");
+    for (size_t i = 0; i < set.runs.size(); ++i) rank_steps[i].steps = std::move(steps[i]);
+  }
   SummaryOptions so;
   so.top_python = so.top_ops = a.top;
-  Analysis analysis = analyze(run, so);
+  const std::vector<int64_t> rank_analysis_offsets = rank_analysis.clock_offset_ns;
+  const std::string rank_clock = rank_analysis.clock;
+  Analysis analysis = analyze(run, so, {}, nullptr, std::move(rank_analysis));
   phase("run analysis");
 
   OutputOptions out;
@@ -228,6 +249,11 @@ int run(int argc, char** argv) {
   out.cwd = std::filesystem::current_path(ec).string();
   out.summary = so;
   out.trace.steps = a.trace_steps;
+  if (rank_analysis_offsets.size() == set.runs.size()) {
+    for (size_t i = 0; i < set.runs.size(); ++i)
+      out.rank_traces.push_back(RankTrace{&set.runs[i], &rank_steps[i], rank_analysis_offsets[i]});
+    out.rank_clock = rank_clock;
+  }
   // The other files wait for the GPU findings: written on a second thread
   // once the GPU analyses are in, while this one writes trace.json. The two
   // share `analysis` but not its members: trace.json reads only `steps`.
