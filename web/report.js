@@ -347,7 +347,8 @@
 
   // --- sortable tables -----------------------------------------------------
   // columns: {key, label, num, get(row), fmt(v)}
-  function table(containerId, columns, rows, sortKey, limitNote) {
+  // rowClass(row): a class for the row's <tr> (a highlighted rank), optional.
+  function table(containerId, columns, rows, sortKey, limitNote, rowClass) {
     var box = byId(containerId);
     if (!rows.length) { empty(box, 'No rows.'); return; }
     var t = el('table');
@@ -369,7 +370,7 @@
       }
       while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
       sorted.forEach(function (r) {
-        var row = el('tr');
+        var row = el('tr', rowClass ? rowClass(r) || null : null);
         columns.forEach(function (c) {
           var v = value(c, r);
           var td = el('td', c.num ? 'num' : (c.name ? 'name' : null), c.fmt ? c.fmt(v) : (c.num ? fmt(v) : (v === null || v === undefined ? '' : String(v))));
@@ -624,6 +625,117 @@
     });
   }
 
+  // --- ranks of a distributed job --------------------------------------------
+  // One row and one bar per rank, every bar on one scale: the straggler's own
+  // time (data, compute) is the longer, the other ranks' collective wait is.
+  var RANK_PARTS = [['data_ms', 'data', PHASE_COLORS.data], ['compute_ms', 'compute', PHASE_COLORS.forward],
+    ['collective_wait_ms', 'collective wait', '#f1c40f'], ['collective_transfer_ms', 'transfer', '#16a085']];
+  function intFmt(v) { return typeof v === 'number' ? String(v) : '-'; }
+  function pctFmt(v) { return typeof v === 'number' && isFinite(v) ? fmt(100 * v, 1) : '-'; }
+  function bytesFmt(b) {
+    if (typeof b !== 'number' || !isFinite(b) || b < 0) return '-';
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+    while (b >= 1024 && i < units.length - 1) { b /= 1024; ++i; }
+    return (i ? fmt(b, 2) : String(b)) + ' ' + units[i];
+  }
+  function renderRanks() {
+    var ranks = (Array.isArray(P.ranks) ? P.ranks : []).filter(function (r) { return r && typeof r === 'object'; });
+    // `torchneck analyze` of rank traces writes GPU-only entries (no steps): the GPU section has those.
+    if (ranks.filter(function (r) { return typeof r.step_ms === 'number'; }).length < 2) return;
+    byId('s-ranks').hidden = false;
+    var named = {};  // rank -> the findings that name it
+    (P.findings || []).forEach(function (f) {
+      if (f && typeof f.rank === 'number') (named[f.rank] = named[f.rank] || []).push(String(f.id || 'finding') + (f.cause ? ' (' + f.cause + ')' : ''));
+    });
+    var ff = P.first_failure && typeof P.first_failure === 'object' ? P.first_failure : null;
+    if (ff) {
+      var fl = byId('ranks-failure');
+      fl.hidden = false;
+      fl.textContent = 'FAILED: ' + (ff.text || 'rank ' + ff.rank + ' failed first');
+    }
+    var nameOf = function (r) { return named[r.rank] ? named[r.rank].join(', ') : ''; };
+    var failedFirst = function (r) { return ff !== null && ff.rank === r.rank; };
+    var compared = function (r) { return typeof r.step_ms === 'number' && r.steps !== 0; };
+    var label = function (r) { return 'rank ' + (typeof r.rank === 'number' ? r.rank : '?'); };
+    var co = P.collectives && typeof P.collectives === 'object' ? P.collectives : {};
+    var line = [ranks.length + ' ranks'];
+    if (typeof co.steps_compared === 'number') line.push('the mean of ' + co.steps_compared + ' steps steady on every rank');
+    line.push('ms per step: wait is in collectives for the last rank to arrive, transfer after it, both where none of the rank\u2019s own work overlapped');
+    byId('ranks-line').textContent = line.join(' \u00b7 ');
+
+    var box = byId('chart-ranks');
+    var W = widthOf(box), rowH = 24, labelW = 170, plotW = Math.max(W - labelW - 260, 60);
+    var max = Math.max.apply(null, ranks.map(function (r) {
+      return RANK_PARTS.reduce(function (t, p) { return t + Math.max(0, num(r[p[0]])); }, 0);
+    }).concat([1e-9]));
+    var s = svgEl('svg', { width: W, height: ranks.length * rowH + 8, role: 'img' });
+    ranks.forEach(function (r, i) {
+      var yy = 4 + i * rowH, acc = 0, who = nameOf(r);
+      var g = svgEl('g', { 'class': 'rank-bar' + (who ? ' named' : '') + (failedFirst(r) ? ' failed' : ''), 'data-rank': typeof r.rank === 'number' ? r.rank : '' });
+      if (who || failedFirst(r)) g.appendChild(svgEl('rect', { x: 0, y: yy, width: W, height: rowH, 'class': 'rank-bg' }));
+      g.appendChild(svgEl('text', { x: labelW - 6, y: yy + 16, 'text-anchor': 'end' }, truncate(label(r) + (r.host ? ' (' + r.host + ')' : ''), 26)));
+      var tip = [label(r) + ': ' + (compared(r) ? fmtMs(r.step_ms) + ' a step' : 'no steps compared')];
+      RANK_PARTS.forEach(function (p) {
+        var v = Math.max(0, num(r[p[0]])), w = (v / max) * plotW;
+        tip.push(p[1] + ' ' + fmtMs(v));
+        if (w > 0) g.appendChild(svgEl('rect', { x: labelW + acc, y: yy + 4, width: w, height: rowH - 8, fill: p[2], 'data-key': p[0], 'data-ms': v }));
+        acc += w;
+      });
+      var end = compared(r) ? fmtMs(r.step_ms) : 'no steps compared';
+      if (who) end += ' \u2190 ' + who;
+      if (failedFirst(r)) end += ' \u2190 failed first';
+      g.appendChild(svgEl('text', { x: labelW + acc + 6, y: yy + 16, 'class': 'rank-end' }, end));
+      svgTitle(g, tip.concat(who ? ['named by ' + who] : []).join('\n'));
+      s.appendChild(g);
+    });
+    box.appendChild(s);
+    legend(box, RANK_PARTS.map(function (p) { return { label: p[1], color: p[2] }; }));
+
+    var gpu = ranks.some(function (r) { return r.gpu && typeof r.gpu.utilization === 'number'; });
+    var offsets = ranks.some(function (r) { return num(r.clock_offset_ns) !== 0; });
+    var cols = [
+      { key: 'rank', label: 'rank', num: true, fmt: intFmt },
+      { key: 'host', label: 'host', name: true },
+      { key: 'ended', label: 'ended (exit status)', get: function (r) {
+        if (typeof r.ending !== 'string') return '-';
+        return (r.ending === '' ? 'no profile' : r.ending) + (typeof r.exit_code === 'number' ? ' (' + r.exit_code + ')' : '');
+      } },
+      { key: 'named', label: 'named by', get: function (r) { return [failedFirst(r) ? 'failed first' : '', nameOf(r)].filter(Boolean).join(', '); } },
+      { key: 'steps', label: 'steps', num: true, fmt: intFmt },
+      { key: 'step_ms', label: 'step ms', num: true },
+      { key: 'data_ms', label: 'data ms', num: true },
+      { key: 'compute_ms', label: 'compute ms', num: true },
+      { key: 'collective_wait_ms', label: 'wait ms', num: true },
+      { key: 'collective_transfer_ms', label: 'transfer ms', num: true },
+      { key: 'last_arrival_share', label: 'last in %', num: true, fmt: pctFmt },
+      { key: 'runqueue_share', label: 'run queue %', num: true, fmt: pctFmt },
+      { key: 'collectives', label: 'collectives', num: true, fmt: intFmt },
+      { key: 'collective_bytes', label: 'bytes', num: true, fmt: bytesFmt }
+    ];
+    if (offsets) cols.push({ key: 'clock_offset_ms', label: 'clock offset ms', num: true, get: function (r) { return typeof r.clock_offset_ns === 'number' ? r.clock_offset_ns / 1e6 : null; } });
+    if (gpu) cols.push({ key: 'gpu_util', label: 'GPU utilisation %', num: true, fmt: pctFmt, get: function (r) { return r.gpu ? r.gpu.utilization : null; } });
+    table('table-ranks', cols, ranks, null, null, function (r) {
+      return [nameOf(r) ? 'rank-named' : '', failedFirst(r) ? 'rank-failed' : ''].join(' ').trim();
+    });
+
+    var cl = [];
+    if (typeof co.matched === 'number') cl.push(co.matched + ' collectives matched on every rank (the k-th of a name on each)');
+    if (co.clock) cl.push('clock: ' + co.clock);
+    byId('collectives-line').textContent = cl.join(' \u00b7 ');
+    var byName = Array.isArray(co.by_name) ? co.by_name : [];
+    if (!byName.length) empty(byId('table-collectives'), 'No collective was recorded on every rank.');
+    else table('table-collectives', [
+      { key: 'name', label: 'collective', name: true },
+      { key: 'calls', label: 'calls per rank', num: true, fmt: intFmt },
+      { key: 'bytes_per_call', label: 'bytes per call', num: true, fmt: bytesFmt },
+      { key: 'mean_ms', label: 'mean ms (arrival to completion)', num: true },
+      { key: 'wait_ms', label: 'wait ms (to the last arrival)', num: true },
+      { key: 'transfer_ms', label: 'transfer ms (after it)', num: true }
+    ], byName, 'mean_ms');
+    var notes = byId('ranks-notes');
+    (Array.isArray(co.notes) ? co.notes : []).forEach(function (n) { notes.appendChild(el('li', null, n)); });
+  }
+
   function guard(name, f) {
     try { f(); } catch (e) {
       // A broken section must not take the others with it; the console says which.
@@ -637,6 +749,7 @@
   guard('flame', renderFlame);
   guard('gpu', renderGpu);
   guard('nvml', renderNvml);
+  guard('ranks', renderRanks);
   guard('tables', renderTables);
   guard('toc', renderToc);
   document.documentElement.setAttribute('data-rendered', '1');
