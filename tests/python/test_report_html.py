@@ -302,3 +302,238 @@ def test_empty_flame_tree_says_no_samples(heavy, tmp_path):
     flame = [c for c in obs["charts"] if c["id"] == "chart-flame"][0]
     assert flame["empty"] and "No samples" in flame["empty"]
     assert obs["verdict"] == profile["verdict"]
+
+
+# --- the Ranks section of a distributed job's merged report ------------------
+
+DIST_TRAIN = os.path.join(ROOT, "tests", "python", "scripts", "dist", "ddp_train.py")
+# Reads the Ranks section back out of the DOM (check_report.mjs sees the
+# tables' text and the charts' sizes; this sees each cell's value, each bar
+# segment's value and width, and what is highlighted), with the page's own
+# errors and requests. Same means: playwright-core driving Debian's Chromium.
+RANKS_PROBE = r"""
+const { chromium } = await import(process.env.PLAYWRIGHT);
+const url = process.env.PAGE_URL;
+const obs = { errors: [], requests: [] };
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (m) => { if (m.type() === 'error') obs.errors.push(m.text()); });
+  page.on('pageerror', (e) => obs.errors.push(String(e)));
+  page.on('dialog', async (d) => { obs.errors.push('dialog: ' + d.message()); await d.dismiss(); });
+  page.on('request', (r) => { if (r.url() !== url && !r.url().startsWith('data:')) obs.requests.push(r.url()); });
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForSelector('html[data-rendered="1"]', { timeout: 15000 });
+  Object.assign(obs, await page.evaluate(() => {
+    const q = (sel) => [...document.querySelectorAll(sel)];
+    const text = (id) => { const e = document.getElementById(id); return e && !e.hidden ? e.textContent : null; };
+    const rows = (id) => q('#' + id + ' tbody tr').map((tr) => ({ cls: tr.className,
+      cells: Object.fromEntries([...tr.children].map((td, i) => [q('#' + id + ' th')[i].getAttribute('data-key'),
+        { text: td.textContent, v: td.hasAttribute('data-v') ? Number(td.getAttribute('data-v')) : null }])) }));
+    return {
+      visible: !document.getElementById('s-ranks').hidden,
+      toc: q('nav#toc a').map((a) => a.textContent),
+      failure: text('ranks-failure'), line: text('ranks-line'), collectivesLine: text('collectives-line'),
+      notes: q('#ranks-notes li').map((li) => li.textContent),
+      rankRows: rows('table-ranks'), collectiveRows: rows('table-collectives'),
+      collectivesEmpty: (document.querySelector('#table-collectives .empty') || {}).textContent || null,
+      bars: q('#chart-ranks g.rank-bar').map((g) => ({
+        rank: g.getAttribute('data-rank'), cls: g.getAttribute('class'),
+        labels: [...g.querySelectorAll('text')].map((t) => t.textContent),
+        segments: [...g.querySelectorAll('rect[data-key]')].map((r) => ({ key: r.getAttribute('data-key'),
+          ms: Number(r.getAttribute('data-ms')), x: Number(r.getAttribute('x')), width: Number(r.getAttribute('width')),
+          shown: r.getBoundingClientRect().width })),
+      })),
+      pwned: window.__pwned === undefined ? null : String(window.__pwned),
+    };
+  }));
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(obs));
+"""
+PARTS = ["data_ms", "compute_ms", "collective_wait_ms", "collective_transfer_ms"]
+
+
+def probe_ranks(report):
+    node = shutil.which("node")
+    assert node, "node is missing: scripts/ensure-deps.sh installs nodejs (make test runs it)"
+    pw = os.path.join(BROWSER_DIR, "node_modules", "playwright-core", "index.mjs")
+    assert os.path.exists(pw), "tests/browser/node_modules is missing: run `npm ci` in tests/browser (make test does)"
+    env = dict(os.environ, PLAYWRIGHT="file://" + pw, CHROMIUM=CHROMIUM,
+               PAGE_URL="file://" + os.path.abspath(str(report)))
+    r = subprocess.run([node, "--input-type=module", "-e", RANKS_PROBE], env=env, capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, f"ranks probe failed:\n{r.stderr[-3000:]}"
+    obs = json.loads(r.stdout)
+    assert obs["errors"] == [] and obs["requests"] == [] and obs["pwned"] is None, obs
+    return obs
+
+
+def torchrun_job(base, mode):
+    out = str(base / "out")
+    r = subprocess.run([TOOL, "torchrun", "-o", out, "--nproc_per_node=2", DIST_TRAIN, "--mode", mode,
+                        "--truth", str(base / "truth")], env=dict(os.environ, USE_LIBUV="0"),
+                       capture_output=True, text=True, timeout=300)
+    return r, out, load_profile(out)
+
+
+def assert_ranks_view_is_the_profile(obs, profile):
+    """Every rank's row, bar and highlight against the job's own profile.json."""
+    ranks = profile["ranks"]
+    assert obs["visible"] and "Ranks" in obs["toc"]
+    named = {f["rank"] for f in profile["findings"] if isinstance(f.get("rank"), int)}
+    failed = (profile.get("first_failure") or {}).get("rank")
+    # The table: one row per rank, in rank order, each value the profile's.
+    assert [row["cells"]["rank"]["v"] for row in obs["rankRows"]] == [r["rank"] for r in ranks]
+    for row, r in zip(obs["rankRows"], ranks):
+        c = row["cells"]
+        assert c["host"]["text"] == r["host"]
+        assert c["ended"]["text"] == f"{r['ending'] or 'no profile'} ({r['exit_code']})"
+        for key in ["steps", "step_ms", *PARTS, "last_arrival_share", "collectives", "collective_bytes"]:
+            assert c[key]["v"] == r[key], (key, c[key], r[key])
+        assert c["runqueue_share"]["v"] == r["runqueue_share"]  # None (no data-v) where the profile has null
+        assert ("rank-named" in row["cls"]) == (r["rank"] in named), (row, named)
+        assert ("rank-failed" in row["cls"]) == (r["rank"] == failed), (row, failed)
+    # The bars: one per rank, each segment's width its value on one scale for all.
+    assert [int(b["rank"]) for b in obs["bars"]] == [r["rank"] for r in ranks]
+    scales = []
+    for bar, r in zip(obs["bars"], ranks):
+        segs = {s["key"]: s for s in bar["segments"]}
+        assert set(segs) == {k for k in PARTS if r[k] > 0}, (bar, r)
+        x = None
+        for k in PARTS:
+            if k not in segs:
+                continue
+            s = segs[k]
+            assert s["ms"] == r[k] and s["shown"] > 0, (k, s, r)
+            assert x is None or s["x"] == pytest.approx(x), bar  # stacked in order, no gap
+            x = s["x"] + s["width"]
+            scales.append(s["width"] / s["ms"])
+        assert ("named" in bar["cls"].split()) == (r["rank"] in named), bar
+    assert max(scales) == pytest.approx(min(scales), rel=1e-9), scales
+    # The collectives table: every name with its numbers; the clock note.
+    by_name = profile["collectives"]["by_name"]
+    assert [row["cells"]["name"]["text"] for row in obs["collectiveRows"]] == \
+        [c["name"] for c in sorted(by_name, key=lambda c: -c["mean_ms"])]
+    for row in obs["collectiveRows"]:
+        c = next(x for x in by_name if x["name"] == row["cells"]["name"]["text"])
+        for key in ("calls", "bytes_per_call", "mean_ms", "wait_ms", "transfer_ms"):
+            assert row["cells"][key]["v"] == c[key], (key, row, c)
+    assert "clock: " + profile["collectives"]["clock"] in obs["collectivesLine"]
+    assert f"{profile['collectives']['matched']} collectives matched" in obs["collectivesLine"]
+    assert obs["notes"] == profile["collectives"]["notes"]
+    assert (obs["failure"] is None) == (profile.get("first_failure") is None)
+    if profile.get("first_failure"):
+        assert obs["failure"] == "FAILED: " + profile["first_failure"]["text"]
+
+
+@pytest.fixture(scope="module")
+def slow_loader_job(tmp_path_factory):
+    base = tmp_path_factory.mktemp("ranks")
+    r, out, profile = torchrun_job(base, "slow_loader")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, profile, base
+
+
+def test_distributed_report_shows_each_rank(slow_loader_job):
+    out, profile, base = slow_loader_job
+    obs = probe_ranks(os.path.join(out, "report.html"))
+    assert_ranks_view_is_the_profile(obs, profile)
+    # Rank 1's DataLoader sleeps: it is the straggler, highlighted, and at a
+    # glance its own time (data + compute) is the longer bar part, rank 0's
+    # wait for it the longer wait.
+    strag = [f for f in profile["findings"] if f["id"] == "straggler"]
+    assert strag and strag[0]["rank"] == 1, [f["id"] for f in profile["findings"]]
+    highlighted = [int(b["rank"]) for b in obs["bars"] if "named" in b["cls"].split()]
+    assert highlighted == [1]
+    assert any("straggler (input)" in t for t in obs["bars"][1]["labels"]), obs["bars"][1]
+    assert obs["rankRows"][1]["cells"]["named"]["text"] == "straggler (input)"
+    width = {int(b["rank"]): {s["key"]: s["width"] for s in b["segments"]} for b in obs["bars"]}
+    own = {k: width[k].get("data_ms", 0) + width[k].get("compute_ms", 0) for k in width}
+    assert own[1] > own[0] and width[0]["collective_wait_ms"] > width[1].get("collective_wait_ms", 0), width
+    assert obs["failure"] is None
+
+
+def test_distributed_report_loads_clean_and_its_tables_sort(slow_loader_job):
+    out, profile, base = slow_loader_job
+    obs = open_in_browser(os.path.join(out, "report.html"), str(base / "shots"))
+    assert_clean_page(obs)
+    assert obs["verdict"] == profile["verdict"]
+    charts = {c["id"]: c for c in obs["charts"]}
+    assert charts["chart-ranks"]["empty"] is None and charts["chart-ranks"]["drawn"] >= len(profile["ranks"])
+    assert_sorting_works(obs, ["table-ranks", "table-collectives"])
+
+
+def test_crashed_job_report_says_which_rank_failed_first(tmp_path):
+    r, out, profile = torchrun_job(tmp_path, "crash")
+    assert r.returncode != 0 and profile["first_failure"]["rank"] == 1, r.stderr[-3000:]
+    obs = probe_ranks(os.path.join(out, "report.html"))
+    assert_ranks_view_is_the_profile(obs, profile)
+    assert obs["failure"].startswith("FAILED: rank 1 failed first")
+    failed = [row for row in obs["rankRows"] if "rank-failed" in row["cls"]]
+    assert [row["cells"]["rank"]["v"] for row in failed] == [1]
+    assert failed[0]["cells"]["ended"]["text"].startswith("exception")
+    assert "failed first" in failed[0]["cells"]["named"]["text"]
+
+
+def test_single_process_report_has_no_ranks_section(heavy):
+    _, _, profile, obs = heavy
+    assert "ranks" not in profile
+    assert "chart-ranks" not in {c["id"] for c in obs["charts"]}  # only a visible section's charts are listed
+    assert "table-ranks" not in obs["tableText"] and "table-collectives" not in obs["tableText"]
+    assert "Ranks" not in obs["bodyText"].splitlines()
+
+
+def test_analyze_of_rank_traces_has_no_ranks_section(tmp_path):
+    # `torchneck analyze FOLDER` of Kineto rank traces: ranks[] holds each
+    # rank's GPU report, no steps; the GPU section shows them, not this one.
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for r in (0, 1):
+        name = f"sampled_rank{r}_of128.trace.json.gz"
+        os.symlink(os.path.join(os.path.dirname(V100), name), folder / name)
+    out = str(tmp_path / "out")
+    r = subprocess.run([TOOL, "analyze", "-o", out, str(folder)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    profile = load_profile(out)
+    assert len(profile["ranks"]) == 2 and all("step_ms" not in x for x in profile["ranks"])
+    obs = probe_ranks(os.path.join(out, "report.html"))
+    assert not obs["visible"] and "Ranks" not in obs["toc"] and obs["rankRows"] == []
+
+
+def test_ranks_view_copes_with_partial_and_hostile_entries(slow_loader_job, tmp_path):
+    # What a mixed or damaged ranks[] may hold: a GPU-only entry (analyze's
+    # kind), missing and null fields, a non-object, a hostile host name. The
+    # page shows what is there, as text, and draws the rest.
+    out, profile, _ = slow_loader_job
+    hostile = "<img src=x onerror=window.__pwned=5>"
+    p = json.loads(json.dumps(profile))
+    p["ranks"][0]["host"] = hostile
+    p["ranks"][1].update(runqueue_share=None, collective_bytes=None, clock_offset_ns=1500000)
+    p["ranks"][0]["gpu"] = {"utilization": 0.25}  # a GPU run's merged ranks carry their GPU report
+    del p["ranks"][1]["ending"]
+    p["ranks"].append({"rank": 2, "trace": "rank2.trace.json", "utilization": 0.5})
+    p["ranks"].append(None)
+    p["collectives"] = {"by_name": "not a list"}
+    p["first_failure"] = {"rank": 2, "text": "rank 2 failed first: " + hostile}
+    page = with_data(os.path.join(out, "report.html"), p, None, tmp_path / "partial.html")
+    obs = probe_ranks(page)
+    assert obs["visible"]
+    rows = obs["rankRows"]
+    assert [row["cells"]["rank"]["v"] for row in rows] == [0, 1, 2]
+    label = "rank 0 (" + hostile + ")"
+    assert rows[0]["cells"]["host"]["text"] == hostile
+    assert obs["bars"][0]["labels"][0] == label[:25] + "\u2026"  # the bar's label, truncated, as text
+    assert rows[1]["cells"]["ended"]["text"] == "-" and rows[1]["cells"]["runqueue_share"]["text"] == "-"
+    assert [row["cells"]["gpu_util"]["text"] for row in rows] == ["25.0", "-", "-"]
+    assert [row["cells"]["clock_offset_ms"]["v"] for row in rows] == [0, 1.5, None]
+    assert rows[2]["cells"]["step_ms"]["text"] == "-" and rows[2]["cells"]["host"]["text"] == ""
+    assert "rank-failed" in rows[2]["cls"] and obs["failure"] == "FAILED: rank 2 failed first: " + hostile
+    assert obs["bars"][2]["segments"] == [] and "no steps compared" in obs["bars"][2]["labels"][-1]
+    assert obs["collectiveRows"] == [] and obs["collectivesEmpty"]
+    # One rank with steps is no comparison: no section.
+    p["ranks"] = [profile["ranks"][0], {"rank": 1, "trace": "rank1.trace.json"}]
+    obs = probe_ranks(with_data(os.path.join(out, "report.html"), p, None, tmp_path / "one.html"))
+    assert not obs["visible"] and "Ranks" not in obs["toc"]
