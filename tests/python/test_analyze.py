@@ -102,6 +102,8 @@ def test_a_folder_of_ranks_is_one_run(tmp_path):
     prof = load_profile(out)
     assert [x["rank"] for x in prof["ranks"]] == [0, 1]
     assert prof["gpu"]["rank"] == 0
+    # Each rank's GPU report beside its summary (test_analyze_ranks.py checks the comparison).
+    assert [x["gpu"]["rank"] for x in prof["ranks"]] == [0, 1]
 
 
 @pytest.mark.parametrize("case", ["empty", "not_json", "truncated_json", "truncated_gz", "wrong_schema", "nested",

@@ -486,9 +486,9 @@ def test_single_process_report_has_no_ranks_section(heavy):
     assert "Ranks" not in obs["bodyText"].splitlines()
 
 
-def test_analyze_of_rank_traces_has_no_ranks_section(tmp_path):
-    # `torchneck analyze FOLDER` of Kineto rank traces: ranks[] holds each
-    # rank's GPU report, no steps; the GPU section shows them, not this one.
+def test_analyze_of_rank_traces_shows_the_ranks(tmp_path):
+    # `torchneck analyze FOLDER` of Kineto rank traces: the ranks compared as
+    # a live job's (each entry its summary and its GPU report), the same view.
     folder = tmp_path / "ranks"
     folder.mkdir()
     for r in (0, 1):
@@ -498,9 +498,9 @@ def test_analyze_of_rank_traces_has_no_ranks_section(tmp_path):
     r = subprocess.run([TOOL, "analyze", "-o", out, str(folder)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     profile = load_profile(out)
-    assert len(profile["ranks"]) == 2 and all("step_ms" not in x for x in profile["ranks"])
+    assert len(profile["ranks"]) == 2 and all("step_ms" in x and "gpu" in x for x in profile["ranks"])
     obs = probe_ranks(os.path.join(out, "report.html"))
-    assert not obs["visible"] and "Ranks" not in obs["toc"] and obs["rankRows"] == []
+    assert_ranks_view_is_the_profile(obs, profile)
 
 
 def test_ranks_view_copes_with_partial_and_hostile_entries(slow_loader_job, tmp_path):
