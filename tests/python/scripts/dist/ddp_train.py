@@ -12,6 +12,10 @@ modes:
                  later layers' gradients, so only the barrier shows it
   comm_heavy     a 24 MB buffer all-reduced every step: the transfer dominates
   crash          rank --slow-rank raises at step --crash-step
+
+Run as a script, the process group comes from the launcher's environment
+(env://); spawn_train.py imports parse_args and train to run the same loop
+in processes that torch.multiprocessing.spawn starts.
 """
 import argparse
 import json
@@ -23,23 +27,18 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-p = argparse.ArgumentParser()
-p.add_argument("--mode", default="balanced",
-               choices=["balanced", "slow_loader", "slow_backward", "comm_heavy", "crash"])
-p.add_argument("--steps", type=int, default=30)
-p.add_argument("--slow-rank", type=int, default=1)
-p.add_argument("--delay-ms", type=float, default=30.0)
-p.add_argument("--crash-step", type=int, default=8)
-p.add_argument("--truth", default="")
-args = p.parse_args()
+MODES = ["balanced", "slow_loader", "slow_backward", "comm_heavy", "crash"]
 
-torch.manual_seed(0)
-torch.set_num_threads(1)
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-slow = rank == args.slow_rank
-delay = args.delay_ms / 1000.0
-planted = []
+
+def parse_args(argv=None, parser=None):
+    p = parser or argparse.ArgumentParser()
+    p.add_argument("--mode", default="balanced", choices=MODES)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--slow-rank", type=int, default=1)
+    p.add_argument("--delay-ms", type=float, default=30.0)
+    p.add_argument("--crash-step", type=int, default=8)
+    p.add_argument("--truth", default="")
+    return p.parse_args(argv)
 
 
 def spin(seconds):
@@ -60,55 +59,71 @@ class Data(torch.utils.data.Dataset):
         return self.x[i], self.y[i]
 
 
-def collate(items):
-    if args.mode == "slow_loader" and slow:
-        time.sleep(delay)
-        planted.append(delay)
-    return torch.stack([x for x, _ in items]), torch.stack([y for _, y in items])
-
-
-width, batch = 256, 64
-model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
-# comm_heavy: besides DDP's gradients, a 24 MB buffer all-reduced every
-# step (statistics synchronised by hand): more transfer than arithmetic.
-synced = torch.zeros(6_000_000) if args.mode == "comm_heavy" else None
-if args.mode == "slow_backward" and slow:
-    def extra(module, grad_in, grad_out):
-        spin(delay)
-        planted.append(delay)
-    model[0].register_full_backward_hook(extra)
-ddp = DDP(model, bucket_cap_mb=1)
-opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-loader = torch.utils.data.DataLoader(Data(batch * (args.steps + 2), width), batch_size=batch,
-                                     collate_fn=collate, num_workers=0)
 def rss_mib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-steps, waits, delays, rss = [], [], [], []
-t_prev = time.perf_counter()
-it = iter(loader)
-for step in range(args.steps):
-    n_before = len(planted)
-    t0 = time.perf_counter()
-    x, y = next(it)
-    waits.append(time.perf_counter() - t0)
-    if args.mode == "crash" and slow and step == args.crash_step:
-        raise RuntimeError(f"rank {rank} fails at step {step}")
-    loss = nn.functional.cross_entropy(ddp(x), y)
-    opt.zero_grad()
-    loss.backward()
-    if synced is not None:
-        dist.all_reduce(synced)
-    opt.step()
-    t = time.perf_counter()
-    steps.append(t - t_prev)
-    delays.append(sum(planted[n_before:]))
-    rss.append(rss_mib())
-    t_prev = t
-if args.truth:
-    with open(f"{args.truth}.rank{rank}.json", "w") as f:
-        json.dump({"rank": rank, "world": world, "steps": steps, "data_waits": waits, "delays": delays,
-                   "rss_mib": rss}, f)
-dist.destroy_process_group()
+def train(args):
+    """The loop, in a process whose default process group is initialised."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    slow = rank == args.slow_rank
+    delay = args.delay_ms / 1000.0
+    planted = []
+
+    def collate(items):
+        if args.mode == "slow_loader" and slow:
+            time.sleep(delay)
+            planted.append(delay)
+        return torch.stack([x for x, _ in items]), torch.stack([y for _, y in items])
+
+    width, batch = 256, 64
+    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                          nn.Linear(width, 10))
+    # comm_heavy: besides DDP's gradients, a 24 MB buffer all-reduced every
+    # step (statistics synchronised by hand): more transfer than arithmetic.
+    synced = torch.zeros(6_000_000) if args.mode == "comm_heavy" else None
+    if args.mode == "slow_backward" and slow:
+        def extra(module, grad_in, grad_out):
+            spin(delay)
+            planted.append(delay)
+        model[0].register_full_backward_hook(extra)
+    ddp = DDP(model, bucket_cap_mb=1)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Data(batch * (args.steps + 2), width), batch_size=batch,
+                                         collate_fn=collate, num_workers=0)
+
+    steps, waits, delays, rss = [], [], [], []
+    t_prev = time.perf_counter()
+    it = iter(loader)
+    for step in range(args.steps):
+        n_before = len(planted)
+        t0 = time.perf_counter()
+        x, y = next(it)
+        waits.append(time.perf_counter() - t0)
+        if args.mode == "crash" and slow and step == args.crash_step:
+            raise RuntimeError(f"rank {rank} fails at step {step}")
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        if synced is not None:
+            dist.all_reduce(synced)
+        opt.step()
+        t = time.perf_counter()
+        steps.append(t - t_prev)
+        delays.append(sum(planted[n_before:]))
+        rss.append(rss_mib())
+        t_prev = t
+    if args.truth:
+        with open(f"{args.truth}.rank{rank}.json", "w") as f:
+            json.dump({"rank": rank, "world": world, "steps": steps, "data_waits": waits, "delays": delays,
+                       "rss_mib": rss}, f)
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    dist.init_process_group("gloo")
+    train(arguments)
+    dist.destroy_process_group()
