@@ -51,6 +51,19 @@ def prepare_dir(requested, display):
     return d["absolute"]
 
 
+def shown(out_dir):
+    """OUT_DIR as the user gave it (prepare_dir's), else as it is."""
+    return _prepared.get(out_dir, (out_dir,))[0]
+
+
+def moved(old, new):
+    """A prepared folder renamed (a spawned rank's, spawned.py): its report
+    is written to NEW, and the folders made for OLD are no longer there to
+    remove."""
+    _shown, cwd, _created = _prepared.pop(old, (old, None, []))
+    _prepared[new] = (new, cwd, [])
+
+
 def discard_dir(out_dir):
     """For a failure after prepare_dir() but before the script starts (the
     native session cannot start): removes the folders prepare_dir made, if

@@ -53,14 +53,32 @@ def from_environment():
     return rank, world, _env_int("LOCAL_RANK")
 
 
+def _init_method(args, kwargs):
+    """init_process_group's init_method as the script passed it ("" for the
+    default env://, or a store)."""
+    value = kwargs.get("init_method", args[1] if len(args) > 1 else None)
+    return value if isinstance(value, str) and value != "env://" else ""
+
+
 class RankWatch:
-    """The rank as the environment says and init_process_group confirms."""
+    """The rank as the environment says and init_process_group confirms.
+
+    on_init, when set, is called with the rank once init_process_group has
+    returned (spawned.py names the rank's folder then). rebind_in: module
+    namespaces (dicts) whose own name for init_process_group (`from
+    torch.distributed import init_process_group`, bound before install) is
+    pointed at the watch too, for the length of the run (a spawned process
+    ran its main module before the watch existed)."""
 
     def __init__(self):
         env = from_environment()
         self.rank, self.world_size, self.local_rank = env if env else (-1, -1, -1)
         self.backend = ""
+        self.init_method = ""
+        self.on_init = None
+        self.rebind_in = ()
         self._wrapped = None
+        self._rebound = []
 
     @property
     def distributed(self):
@@ -83,23 +101,40 @@ class RankWatch:
                 watch.rank = int(dist.get_rank())
                 watch.world_size = int(dist.get_world_size())
                 watch.backend = str(dist.get_backend())
+                watch.init_method = _init_method(args, kwargs)
+                if watch.on_init is not None:
+                    watch.on_init(watch.rank)
             except Exception:  # noqa: BLE001 - facts only; never break the script
                 pass
             return result
 
         dist.init_process_group = init_process_group
         self._wrapped = (dist, original)
+        for namespace in self.rebind_in:
+            for name, value in list(namespace.items()):
+                if value is original:
+                    namespace[name] = init_process_group
+                    self._rebound.append((namespace, name, original))
 
     def uninstall(self):
         if self._wrapped is not None:
             dist, original = self._wrapped
             dist.init_process_group = original
             self._wrapped = None
+        for namespace, name, original in self._rebound:
+            namespace[name] = original
+        self._rebound = []
 
     def facts(self):
         return facts.rank_info(rank=self.rank, world_size=self.world_size, local_rank=self.local_rank,
                                backend=self.backend, host=socket.gethostname() if self.distributed else "",
-                               job=job_id() if self.distributed else "")
+                               job=self.job() if self.distributed else "")
+
+    def job(self):
+        """job_id(), or for ranks that rendezvous at an init_method of their
+        own (tcp://HOST:PORT, file://PATH, as spawned ranks often do), that
+        address and the world size: the same in every rank of the job."""
+        return job_id() or (f"|{self.init_method}|{self.world_size}" if self.init_method else "")
 
 
 def base_dir(requested):

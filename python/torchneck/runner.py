@@ -18,6 +18,7 @@ from torchneck import gpu_window
 from torchneck import graph_watch
 from torchneck import output
 from torchneck import ranks
+from torchneck import spawned
 from torchneck import workers
 from torchneck.errors import UsageError
 
@@ -90,14 +91,16 @@ class _Target:
         exec(self.code, main.__dict__)
 
 
-def _exit_code(exc):
-    """The status `python SCRIPT` would exit with for this SystemExit."""
+def _exit_code(exc, say=True):
+    """The status `python SCRIPT` would exit with for this SystemExit (SAY:
+    print a code that is not a number, as Python does)."""
     code = exc.code
     if code is None:
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    sys.stderr.write(f"{code}\n")  # python prints a non-int code and exits 1
+    if say:
+        sys.stderr.write(f"{code}\n")  # python prints a non-int code and exits 1
     return 1
 
 
@@ -256,10 +259,21 @@ def _show_rank_report(native, options, watch, job, out_dir):
 
 def run(options):
     target = _Target(options)  # UsageError before anything starts
-    _torchneck = _load_native()
+    native = _load_native()
     watch = ranks.RankWatch()
     job = _rank_output(options, target, watch)
     out_dir = output.prepare_dir(job[1] if job else options.output, target.display)
+    return profile(native, options, target, watch, out_dir, job)
+
+
+def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
+    """Runs TARGET under a profiling session writing OUT_DIR; returns the
+    exit status. JOB: (base, out_dir) of a launcher's rank (_rank_output).
+    RANK: a process torch.multiprocessing.spawn started (spawned.py): its
+    report is not shown (the launching process merges the ranks'), its
+    folder is named by RANK.place once the session has stopped, and what
+    the target raised is left in RANK.raised for spawn to report, as it
+    would unprofiled."""
 
     # The one switch of the NVML sampler: 0 turns it off, as --gpu=off does.
     nvml_interval_ms = 0 if options.gpu == "off" else options.nvml_interval_ms
@@ -306,6 +320,11 @@ def run(options):
     facts.on_optimizer = graphs.watch
     facts.install()
     watch.install()
+    # In the process that runs the script: ranks it starts with
+    # torch.multiprocessing.spawn are profiled too (spawned.py).
+    spawns = spawned.SpawnLauncher(_torchneck, options, target, out_dir, watch) if rank is None else None
+    if spawns is not None:
+        spawns.install()
     guard = coexist.Guard(options)
     window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard)
     died_by = None  # the signal the script would have died by
@@ -317,6 +336,7 @@ def run(options):
     main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
     ended = []
     profiled_wall = []
+    placed = []  # the folder the report went to
 
     def finish(code, ending):
         """Stops the collectors and writes the report, once."""
@@ -334,6 +354,13 @@ def run(options):
         graphs.uninstall()
         guard.uninstall()
         watch.uninstall()
+        report_dir = out_dir
+        if spawns is not None:
+            spawns.uninstall()
+            report_dir = spawns.own_dir(out_dir)  # DIR/launcher once the ranks are merged into DIR
+        elif rank is not None:
+            report_dir = rank.place(out_dir, window)  # DIR/rank-K
+        placed.append(report_dir)
         run = runfacts.run_info(
             script=target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=start_unix,
             wall_s=wall, main_thread_cpu_s=main_cpu,
@@ -349,8 +376,9 @@ def run(options):
                       # run --try holds the report back for the one with its
                       # experiments: only after a script that ended well and
                       # returns here (not os._exit's, which exits at once).
-                      out_dir, show_now=not (watch.distributed or (options.try_setting and code == 0
-                                                                   and ending in ("finished", "sys_exit"))))
+                      report_dir, show_now=not (watch.distributed or rank is not None or report_dir != out_dir
+                                                or (options.try_setting and code == 0
+                                                    and ending in ("finished", "sys_exit"))))
 
     real_exit = os._exit
 
@@ -391,14 +419,18 @@ def run(options):
     session.set_info(spill_facts())
     guard.install()
     ending = "finished"
+    raised = None  # for a spawned rank: what spawn reports
     try:
         target.run()
     except SystemExit as e:
-        exit_code = _exit_code(e)
+        exit_code = _exit_code(e, say=rank is None)  # a spawned rank's is printed as it exits
         ending = "sys_exit"
+        raised = e
     except KeyboardInterrupt as e:
         session.stop()
-        _print_script_traceback(e)
+        if rank is None:
+            _print_script_traceback(e)
+        raised = e
         died_by = signal.SIGINT
         exit_code = 128 + signal.SIGINT
         ending = "keyboard_interrupt"
@@ -409,20 +441,29 @@ def run(options):
         ending = "sigterm"
     except BaseException as e:  # noqa: B902 - the script's own error
         session.stop()
-        _print_script_traceback(e)
+        if rank is None:
+            _print_script_traceback(e)
         exit_code = 1
         ending = "exception"
+        raised = e
     finally:
         os._exit = real_exit
         session.stop()
     finish(exit_code, ending)
     if job is not None:
         _show_rank_report(_torchneck, options, watch, job, out_dir)
+    elif rank is not None or (placed and placed[0] != out_dir):
+        output.held.pop(placed[0] if placed else out_dir, None)
+        if spawns is not None:
+            spawns.said_own_report(placed[0])
     elif out_dir in output.held:  # run --try: the experiments, then the report with them
         _experiments(_torchneck, options, target, out_dir, profiled_wall[0] if profiled_wall else 0.0)
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path
+    if rank is not None and raised is not None:
+        rank.raised = raised
+        return exit_code
     if died_by is not None:
         # What Python does for an uncaught KeyboardInterrupt, and what the
         # default SIGTERM action is: die by the signal.

@@ -12,6 +12,8 @@ modes:
                  later layers' gradients, so only the barrier shows it
   comm_heavy     a 24 MB buffer all-reduced every step: the transfer dominates
   crash          rank --slow-rank raises at step --crash-step
+  kill           rank --slow-rank kills itself with SIGKILL at step --crash-step
+                 (an out-of-memory kill: no Python code runs after it)
 
 Run as a script, the process group comes from the launcher's environment
 (env://); spawn_train.py imports parse_args and train to run the same loop
@@ -20,6 +22,7 @@ in processes that torch.multiprocessing.spawn starts.
 import argparse
 import json
 import os
+import signal
 import time
 
 import torch
@@ -27,7 +30,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-MODES = ["balanced", "slow_loader", "slow_backward", "comm_heavy", "crash"]
+MODES = ["balanced", "slow_loader", "slow_backward", "comm_heavy", "crash", "kill"]
 
 
 def parse_args(argv=None, parser=None):
@@ -105,6 +108,8 @@ def train(args):
         waits.append(time.perf_counter() - t0)
         if args.mode == "crash" and slow and step == args.crash_step:
             raise RuntimeError(f"rank {rank} fails at step {step}")
+        if args.mode == "kill" and slow and step == args.crash_step:
+            os.kill(os.getpid(), signal.SIGKILL)
         loss = nn.functional.cross_entropy(ddp(x), y)
         opt.zero_grad()
         loss.backward()
