@@ -7,12 +7,18 @@ barrier shows it, is named a compute straggler; a run whose all-reduce
 dominates is communication-bound; a rank that crashes leaves every report
 and the merged one, with torchrun's exit status. Launched both ways a user
 does: `torchneck torchrun` (torch's own launcher) and ranks started by hand
-(RANK, WORLD_SIZE, MASTER_ADDR/PORT), each `torchneck run -o DIR`."""
+(RANK, WORLD_SIZE, MASTER_ADDR/PORT), each `torchneck run -o DIR`.
+`torchneck report DIR` merges again, and refuses in one line a job's folder
+whose ranks do not belong together (another run's, another world size, a
+rank's folder holding another rank's profile or none, a rank missing).
+torch.multiprocessing.spawn: test_spawn.py; a rendezvous that never
+answers: test_rendezvous.py."""
 
 import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import statistics
 
@@ -189,3 +195,63 @@ def test_report_merges_again_and_refuses_bad_folders(tmp_path):
     r = subprocess.run([TOOL, "report", other], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "rank 1 of 2 has no folder" in r.stderr
+
+
+def set_world_size(rank_dir, world_size):
+    """Rewrites the world size a rank's profile.spill names, where
+    `torchneck report` reads it (src/model/run_io_sections.cc, put_rank:
+    rank, world size, local rank as int64, then backend, host and job as
+    length-prefixed strings)."""
+    path = os.path.join(rank_dir, "profile.spill")
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+
+    def s(text):
+        return struct.pack("<Q", len(text)) + text.encode()
+
+    tail = s("gloo") + s(socket.gethostname())
+    at = data.find(tail)
+    assert at >= 24 and data.find(tail, at + 1) == -1, "the rank section is not where it was"
+    rank, world, _ = struct.unpack_from("<qqq", data, at - 24)
+    assert world == 2, (rank, world)
+    struct.pack_into("<q", data, at - 16, world_size)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def report(folder):
+    r = subprocess.run([TOOL, "report", folder], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stderr.strip().splitlines()
+
+
+def test_report_refuses_ranks_that_do_not_belong_together(tmp_path):
+    out, _, code, stderr, _ = run_job(tmp_path, "by_hand", "balanced", "--steps", "5")
+    assert code == 0, stderr[-3000:]
+    assert report(out)[0] == 0  # the job as it ran merges
+
+    # Ranks that name different world sizes.
+    other = str(tmp_path / "sizes")
+    shutil.copytree(out, other)
+    set_world_size(os.path.join(other, "rank-1"), 3)
+    code, lines = report(other)
+    assert code == 2 and len(lines) == 1, lines
+    assert "name different world sizes (2, 3)" in lines[0], lines
+
+    # A rank's folder that holds another rank's profile.
+    other = str(tmp_path / "swapped")
+    shutil.copytree(out, other)
+    shutil.rmtree(os.path.join(other, "rank-1"))
+    shutil.copytree(os.path.join(out, "rank-0"), os.path.join(other, "rank-1"))
+    code, lines = report(other)
+    assert code == 2 and len(lines) == 1, lines
+    assert "holds rank 0's profile, not rank 1's" in lines[0], lines
+
+    # A rank's folder with no profile in it (it never started, or ended
+    # before its first spill).
+    other = str(tmp_path / "empty")
+    shutil.copytree(out, other)
+    shutil.rmtree(os.path.join(other, "rank-1"))
+    os.makedirs(os.path.join(other, "rank-1"))
+    code, lines = report(other)
+    assert code == 2 and len(lines) == 1, lines
+    assert "rank 1 left no profile" in lines[0], lines
