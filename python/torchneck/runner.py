@@ -133,6 +133,7 @@ def _install_sigterm():
             return
         raise _Terminated()
 
+    on_sigterm.torchneck_sigterm = True  # ranks.py sets it aside while torch waits holding the GIL
     try:
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, on_sigterm)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from torchneck import ranks
+from torchneck import rendezvous
 from torchneck.errors import UsageError
 
 # run's options that take no value (options.py); every other option of
@@ -50,7 +51,8 @@ def split_options(argv, run_options):
 
 def rank_command(torchrun_argv, run_args):
     """torchrun's argv with each rank as `python -m torchneck run RUN_ARGS
-    SCRIPT ARGS`, and the script's display name."""
+    SCRIPT ARGS`, the script's display name, and torchrun's options as its
+    parser reads them."""
     from torch.distributed.run import get_args_parser
 
     try:
@@ -70,7 +72,7 @@ def rank_command(torchrun_argv, run_args):
     before = [a for a in torchrun_argv[:-n] if a not in ("-m", "--module")]
     target = ["-m", script] if getattr(parsed, "module", False) else [script]
     return before + ["-m", "torchneck", "run"] + run_args + target + script_args, (
-        ("-m " + script) if getattr(parsed, "module", False) else script)
+        ("-m " + script) if getattr(parsed, "module", False) else script), parsed
 
 
 def run(argv, run_options):
@@ -84,7 +86,7 @@ def run(argv, run_options):
         raise UsageError(f"{sys.executable} cannot load torch and torchneck's native part ({e})") from None
     if any(a.startswith("--try") for a in run_args):
         raise UsageError("--try measures one process; it is not run under torchrun")
-    command, display = rank_command(torchrun_argv, _strip_output(run_args))
+    command, display, parsed = rank_command(torchrun_argv, _strip_output(run_args))
     # -o is the job's folder, prepared here (one line and exit 2 if it
     # cannot be written, before any rank starts); each rank writes rank-K.
     out = None
@@ -96,6 +98,13 @@ def run(argv, run_options):
     from torchneck import output
 
     base = output.prepare_dir(out, display)
+    # A rendezvous on another node that never answers: one line and exit 2
+    # after a bounded wait, before any rank starts (rendezvous.py).
+    try:
+        rendezvous.check_torchrun(parsed)
+    except UsageError:
+        output.discard_dir(base)
+        raise
     env = dict(os.environ)
     env[ranks.RANKS_DIR_ENV] = base
     # The agent forwards SIGINT/SIGTERM to the ranks and returns; meanwhile
