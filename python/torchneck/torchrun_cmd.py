@@ -193,17 +193,40 @@ def _without_libuv():
         return "libuv" in str(e)
 
 
+def _stores_without_libuv():
+    """torch 2.x built without libuv: the TCPStores the agent makes
+    itself (the c10d and static rendezvous' stores, the agent's own) ask
+    for libuv whatever USE_LIBUV says; here they are made without it."""
+    import torch.distributed as dist
+    from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, static_tcp_rendezvous
+
+    original = dist.TCPStore
+
+    class TCPStore(original):
+        def __init__(self, *args, **kwargs):
+            kwargs["use_libuv"] = False
+            super().__init__(*args, **kwargs)
+
+    dist.TCPStore = TCPStore
+    for module in (c10d_rendezvous_backend, static_tcp_rendezvous):
+        if getattr(module, "TCPStore", None) is original:
+            module.TCPStore = TCPStore
+
+
 def _rendezvous_without_libuv(argv, tmp):
-    """The agent's rendezvous on a file store (no TCPStore in the agent),
-    and ranks that host their own store without libuv (USE_LIBUV=0, read by
-    init_process_group's env:// rendezvous). Single host, unless the user
-    chose their own rendezvous, which is then left alone."""
-    if any(a.split("=", 1)[0] in ("--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint",
-                                  "--standalone", "--master_addr", "--master-addr") for a in argv):
-        os.environ.setdefault("USE_LIBUV", "0")
-        return argv, "libuv: USE_LIBUV=0 (your own rendezvous options are kept)"
+    """Ranks that host their own store without libuv (the agent's, shared,
+    would be joined by clients that ask for libuv; USE_LIBUV=0 is read by
+    init_process_group's env:// rendezvous), and the agent's own stores
+    made without it. The agent's rendezvous on a file store (single host),
+    unless the user chose their own rendezvous, which is then kept (several
+    nodes)."""
+    _stores_without_libuv()
     os.environ["USE_LIBUV"] = "0"
     os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+    if any(a.split("=", 1)[0] in ("--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint", "--rdzv-endpoint",
+                                  "--standalone", "--master_addr", "--master-addr") for a in argv):
+        return argv, ("torch built without libuv: the agent's stores without it, each job's store on its rank 0, "
+                      "USE_LIBUV=0 in the ranks (your own rendezvous options are kept)")
     endpoint = os.path.join(tmp, "rdzv")
     return (["--rdzv_backend=c10d", "--rdzv_conf=store_type=file", f"--rdzv_endpoint={endpoint}"] + argv,
             "torch built without libuv: the rendezvous on a file store, USE_LIBUV=0 in the ranks")

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, TOOL, script
-from test_distributed import ENV
+from conftest import ROOT, TOOL, load_profile, script
+from test_distributed import ENV, check_ranks_against_truth, free_port
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from torchneck import rendezvous  # noqa: E402
@@ -174,3 +174,24 @@ def test_a_rank_by_hand_says_what_it_waits_for_and_sigterm_ends_it(tmp_path, sil
     r = subprocess.run([TOOL, "report", os.path.join(out, "rank-1")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
 
+
+def test_two_nodes_meet_at_a_store_the_probe_waits_for(tmp_path):
+    # Two "nodes" on this host, one rank each: node 1 joins the store node
+    # 0 hosts (is_host=0; on its own host it would host one itself) and is
+    # started first, so its probe waits for that store, then torchrun runs.
+    # Every node's rank writes into the one folder; `torchneck report`
+    # merges them, as on a shared file system.
+    out, truth = str(tmp_path / "out"), str(tmp_path / "truth")
+    common = ["--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{free_port()}",
+              "--rdzv_id=two"]
+    procs = []
+    for node in (1, 0):
+        procs.append(subprocess.Popen([TOOL, "torchrun", "-o", out, *common, f"--rdzv_conf=is_host={1 - node}", TRAIN,
+                                       "--truth", truth], env=ENV, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for e in errors]
+    assert not any("no rendezvous store answered" in e for e in errors)
+    r = subprocess.run([TOOL, "report", out], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    check_ranks_against_truth(load_profile(out), truth)
