@@ -80,6 +80,11 @@ Python 3.11; torch 2.x built without libuv), it is applied and said in one
 line. Keeping your own launch line works too: torchrun ... -m torchneck run
 -o DIR train.py; then rank 0 merges the ranks when they have ended, and
 `torchneck report DIR` merges again (docs/distributed.md).
+
+On a node that does not host the rendezvous (another node's --rdzv_endpoint,
+or --master_addr with --node_rank above 0), the rendezvous store is asked
+first; one that never answers is one line and exit status 2 after
+TORCHNECK_RDZV_WAIT_S seconds (by default as long as torch would wait).
 """
 
 
@@ -102,6 +107,11 @@ script's own. An option may be repeated with the same value; given twice
 with different values, it is an error, as are combinations where one option
 would be silently ignored: --sample-hz with --python=trace or off, and
 --timeline-events or --timeline-steps with --no-ops.
+
+A script that starts its ranks with torch.multiprocessing.spawn has each
+rank profiled into DIR/rank-K and the ranks merged into DIR when spawn
+returns; the launching process's own report is then in DIR/launcher
+(docs/distributed.md).
 
 Exit status: the script's own. A bad invocation (unknown or conflicting
 option, missing script, a directory given as the script, a syntax error, an
