@@ -1,6 +1,8 @@
 """The errors every command shares, in a module of their own: the modules
 the commands use raise them without importing the command line back."""
 
+import sys
+
 
 class UsageError(Exception):
     """A bad invocation, or a command that cannot start (an unwritable output
@@ -12,3 +14,17 @@ class UsageError(Exception):
 # The exit status of a UsageError: 2, as argparse and most Unix tools use
 # for a bad command line; a profiled script's own status is never changed.
 EXIT_USAGE = 2
+
+
+def say(line):
+    """LINE on stderr, now; never raises (stderr may be closed by the script)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def one_line(text):
+    """TEXT (an exception's message) with its whitespace folded to one line."""
+    return " ".join(str(text).split())

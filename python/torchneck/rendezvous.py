@@ -29,6 +29,8 @@ import threading
 import time
 
 from torchneck.errors import UsageError
+from torchneck.errors import one_line as _one_line
+from torchneck.errors import say as _say
 
 WAIT_ENV = "TORCHNECK_RDZV_WAIT_S"
 # A rank's wait before it says what it waits for.
@@ -43,9 +45,6 @@ _PROBE_KEY = "torchneck/rendezvous-probe"
 # init_process_group's default timeout (torch.distributed.constants).
 _TORCH_PG_TIMEOUT_S = 1800.0
 
-
-def _one_line(text):
-    return " ".join(str(text).split())
 
 
 def _wait_s(default):
@@ -262,9 +261,3 @@ def before_init(args, kwargs):
              "is rank 0 running, and is that address reachable from this host?")
 
 
-def _say(line):
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass

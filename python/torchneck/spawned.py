@@ -35,18 +35,10 @@ import sys
 from torchneck import output
 from torchneck import ranks
 from torchneck.errors import UsageError
+from torchneck.errors import one_line as _one_line
+from torchneck.errors import say as _say
 
 
-def _say(line):
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
-def _one_line(text):
-    return " ".join(str(text).split())
 
 
 class SpawnLauncher:
