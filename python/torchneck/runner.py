@@ -323,7 +323,8 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     watch.install()
     # In the process that runs the script: ranks it starts with
     # torch.multiprocessing.spawn are profiled too (spawned.py).
-    spawns = spawned.SpawnLauncher(_torchneck, options, target, out_dir, watch) if rank is None else None
+    spawns = spawned.SpawnLauncher(_torchneck, options, target, out_dir, watch,
+                                   (profile, _load_native)) if rank is None else None
     if spawns is not None:
         spawns.install()
     guard = coexist.Guard(options)

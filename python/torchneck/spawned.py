@@ -44,7 +44,11 @@ from torchneck.errors import say as _say
 class SpawnLauncher:
     """In the launching process: start_processes replaced, the ranks merged."""
 
-    def __init__(self, native, options, target, out_dir, watch):
+    def __init__(self, native, options, target, out_dir, watch, session):
+        # SESSION: (profile, load_native), runner's, passed in rather than
+        # imported (runner imports this module); module-level functions, so
+        # a spawned process unpickles them by name.
+        self.session = session
         self.native = native
         self.options = options
         self.target = target
@@ -103,7 +107,7 @@ class SpawnLauncher:
             if why:
                 _say(f"torchneck: the processes torch.multiprocessing starts are not profiled: {why}")
             return original(*args, **kwargs)
-        a["fn"] = SpawnedRank(a["fn"], {"options": self.options, "base": self.base,
+        a["fn"] = SpawnedRank(a["fn"], {"options": self.options, "base": self.base, "session": self.session,
                                         "display": self.target.display, "argv": list(sys.argv)})
         join, a["join"] = a["join"], False
         context = original(*bound.args, **bound.kwargs)
@@ -382,12 +386,11 @@ def _script_traceback(tb):
 
 
 def _run_rank(spawned, index, args):
-    from torchneck import runner  # runner imports this module
-
     settings = spawned.settings
+    profile, load_native = settings["session"]
     placement = _Placement(settings["base"], index)
     try:
-        native = runner._load_native()
+        native = load_native()
         out_dir = output.prepare_dir(placement.provisional, settings["display"])
     except UsageError as e:
         _say(f"torchneck: spawned process {index} is not profiled: {_one_line(e)}")
@@ -405,7 +408,7 @@ def _run_rank(spawned, index, args):
     placement.watch = watch
     call = _Call(spawned.fn, index, args, settings)
     try:
-        runner.profile(native, settings["options"], call, watch, out_dir, rank=placement)
+        profile(native, settings["options"], call, watch, out_dir, rank=placement)
     except UsageError as e:  # profiling could not start: fn has not run
         output.discard_dir(out_dir)
         _say(f"torchneck: spawned process {index} is not profiled: {_one_line(e)}")
