@@ -56,13 +56,6 @@ int64_t measure_minus(const std::vector<Interval>& a, const std::vector<Interval
   return total;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Each rank's completed collectives by name, in the order it started them.
 using ByName = std::map<std::string, std::vector<const CollectiveEvent*>>;
 
@@ -106,6 +99,13 @@ std::vector<Interval> own_work(const Run& run, int64_t offset) {
 }
 
 }  // namespace
+
+double median_value(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
   RankAnalysis a;
@@ -187,7 +187,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
           const CollectiveEvent* y = names[r][name][i];
           if (x->end_ns > 0 && y->end_ns > 0) d.push_back(static_cast<double>(x->end_ns - y->end_ns));
         }
-      a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
+      a.clock_offset_ns[r] = static_cast<int64_t>(median_value(d));
     }
     const std::string where = hosts.count("") != 0 ? std::string("hosts not known (traces)")
                                                    : std::to_string(hosts.size()) + " hosts";

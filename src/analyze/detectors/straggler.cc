@@ -3,6 +3,7 @@
 // Judged on arrival-based waits, not phase times: under DDP every rank's
 // backward lasts as long as the slowest one's.
 #include <algorithm>
+#include <utility>
 
 #include "analyze/diagnosis.h"
 #include "analyze/ranks.h"
@@ -27,10 +28,7 @@ double median_without(const std::vector<RankSummary>& v, size_t skip, double (*g
   std::vector<double> x;
   for (size_t i = 0; i < v.size(); ++i)
     if (i != skip && v[i].steps > 0) x.push_back(get(v[i]));
-  if (x.empty()) return 0;
-  std::sort(x.begin(), x.end());
-  const size_t n = x.size();
-  return n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+  return median_value(std::move(x));
 }
 
 }  // namespace
