@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "analyze/gpu/hta.h"
+#include "model/collectives.h"
 #include "model/run_enums.h"
 
 namespace torchneck {
@@ -203,6 +204,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   for (const auto& [name, k] : common) {
     CollectiveStats st;
     st.name = name;
+    st.kind = std::string(collective_kind(name));
     st.calls = k;
     int64_t bytes = 0, known = 0;
     double duration = 0, wait = 0, transfer = 0;

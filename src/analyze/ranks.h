@@ -43,7 +43,8 @@ struct RankSummary {
 
 // One collective name, over the matched operations of every rank.
 struct CollectiveStats {
-  std::string name;             // "gloo:all_reduce"
+  std::string name;             // the op, "c10d::allreduce_" (a trace of Works alone: "gloo:all_reduce")
+  std::string kind;             // what it does, "all_reduce" (model/collectives.h)
   uint64_t calls = 0;           // per rank (the lowest rank's count)
   int64_t bytes_per_call = -1;  // mean, -1 unknown
   double duration_ns = 0;       // mean enqueue-to-completion, over ranks

@@ -27,17 +27,25 @@ struct CollectivePiece {
   uint32_t thread_index = 0;
 };
 
-// "all_reduce" for "c10d::allreduce_" (and "c10d::_reduce_scatter_base_",
-// which gloo runs as an all-reduce... of its own: see collectives.cc), ""
-// for a name that is not a collective's dispatcher op.
+// What a collective does, one word per kind whichever op or backend ran
+// it: "all_gather" for "c10d::allgather_", "c10d::_allgather_base_"
+// (all_gather_into_tensor: FSDP's), "c10d::allgather_into_tensor_coalesced_";
+// "reduce_scatter" for "c10d::_reduce_scatter_base_" (reduce_scatter_tensor)
+// and "c10d::reduce_scatter_tensor_coalesced_", even where gloo runs it as
+// an all-reduce; "" for a name that is not a collective's dispatcher op.
 std::string_view collective_kind_of_op(std::string_view op);
-// "all_reduce" for "gloo:all_reduce", "nccl:all_reduce"; "" when the name
-// is not a backend's Work ("backend:kind").
+// The same for a backend's Work ("backend:title"): "all_gather" for
+// "gloo:all_gather", "nccl:_all_gather_base"; a title of no known kind is
+// its own kind; "" when the name is not a backend's Work.
 std::string_view collective_kind_of_work(std::string_view work);
+// Either: the kind of an op, else of a Work, else "".
+std::string_view collective_kind(std::string_view name);
 
 // The collectives of one rank: every op, in the order they started, with
 // the completion (and bytes) of its Work where one of its kind is left to
-// pair with; NAME(id) gives a piece's name. *UNPAIRED: Works without an op
+// pair with (the next that did not start before the op; for a kind the
+// rank's backend has no Work of, what it runs it as: gloo's reduce-scatter
+// is an all-reduce); NAME(id) gives a piece's name. *UNPAIRED: Works without an op
 // (a backend's own, e.g. TORCH_DISTRIBUTED_DEBUG=DETAIL's checks).
 std::vector<CollectiveEvent> pair_collectives(std::vector<CollectivePiece> ops, std::vector<CollectivePiece> works,
                                               std::string_view (*name)(uint32_t id, const void* ctx),

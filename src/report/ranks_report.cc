@@ -32,10 +32,10 @@ std::string ranks_terminal_section(const RankAnalysis& a) {
   if (!a.collectives.empty()) {
     appendf(out, "  collectives matched on every rank: %llu; clock: %s\n",
             static_cast<unsigned long long>(a.matched), a.clock.c_str());
-    appendf(out, "  %-28s %8s %11s %10s %10s %10s\n", "collective", "calls", "bytes/call", "mean ms", "wait ms",
-            "transfer");
+    appendf(out, "  %-28s %-14s %8s %11s %10s %10s %10s\n", "collective", "kind", "calls", "bytes/call", "mean ms",
+            "wait ms", "transfer");
     for (const CollectiveStats& c : a.collectives)
-      appendf(out, "  %-28s %8llu %11s %10.3f %10.3f %10.3f\n", c.name.c_str(),
+      appendf(out, "  %-28s %-14s %8llu %11s %10.3f %10.3f %10.3f\n", c.name.c_str(), c.kind.c_str(),
               static_cast<unsigned long long>(c.calls),
               c.bytes_per_call >= 0 ? fmt_mib(static_cast<double>(c.bytes_per_call)).c_str() : "?",
               c.duration_ns / 1e6, c.wait_ns / 1e6, c.transfer_ns / 1e6);
@@ -99,6 +99,7 @@ void write_ranks_json(JsonWriter& w, const RankAnalysis& a, const std::vector<gp
   for (const CollectiveStats& c : a.collectives) {
     w.begin_object();
     w.field("name", c.name);
+    w.field("kind", c.kind);
     w.field("calls", c.calls);
     w.field("bytes_per_call", c.bytes_per_call);
     w.field("mean_ms", c.duration_ns / 1e6);

@@ -153,10 +153,71 @@ TEST(Collectives, EachOpTakesTheNextWorkOfItsKind) {
   EXPECT_EQ(out[0].bytes, 400);
   EXPECT_EQ(out[1].end_ns, 60);
   EXPECT_EQ(unpaired, 1u);
-  EXPECT_EQ(collective_kind_of_op("c10d::_reduce_scatter_base_"), "all_reduce");  // gloo's emulation
+  EXPECT_EQ(collective_kind_of_op("c10d::_reduce_scatter_base_"), "reduce_scatter");
   EXPECT_EQ(collective_kind_of_op("aten::mm"), "");
   EXPECT_EQ(collective_kind_of_work("c10d::allreduce_"), "");
   EXPECT_EQ(collective_kind_of_work("nccl:all_reduce"), "all_reduce");
+}
+
+// FSDP's collectives, as torch 2.6 names them (docs/distributed.md, FSDP):
+// FULL_SHARD on gloo (CPU) all-gathers with all_gather (c10d::allgather_,
+// gloo:all_gather) and reduce-scatters with reduce_scatter_tensor
+// (c10d::_reduce_scatter_base_), whose Work gloo names gloo:all_reduce;
+// all_gather_into_tensor is c10d::_allgather_base_, its Work gloo:all_gather
+// on gloo and nccl:_all_gather_base on NCCL.
+TEST(Collectives, FsdpsAllGatherAndReduceScatterAreNamedAndPaired) {
+  EXPECT_EQ(collective_kind("c10d::allgather_"), "all_gather");
+  EXPECT_EQ(collective_kind("c10d::_allgather_base_"), "all_gather");
+  EXPECT_EQ(collective_kind("c10d::allgather_into_tensor_coalesced_"), "all_gather");
+  EXPECT_EQ(collective_kind("c10d::reduce_scatter_tensor_coalesced_"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("c10d::alltoall_base_"), "all_to_all");
+  EXPECT_EQ(collective_kind("gloo:all_to_all"), "all_to_all");
+  EXPECT_EQ(collective_kind("nccl:_all_gather_base"), "all_gather");
+  EXPECT_EQ(collective_kind("nccl:_reduce_scatter_base"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("nccl:reduce_scatter_tensor_coalesced"), "reduce_scatter");
+  EXPECT_EQ(collective_kind("gloo:some_new_title"), "some_new_title");
+  EXPECT_EQ(collective_kind("aten::mm"), "");
+
+  // gloo: gather (forward), reduce-scatter run as an all-reduce (backward),
+  // a DDP-style all-reduce, and all_gather_into_tensor.
+  const std::vector<std::string> names = {"c10d::allgather_", "c10d::_reduce_scatter_base_", "c10d::allreduce_",
+                                          "c10d::_allgather_base_", "gloo:all_gather", "gloo:all_reduce"};
+  std::vector<CollectivePiece> ops = {{10, 11, -1, 0, 0}, {20, 21, -1, 1, 0}, {30, 31, -1, 2, 0},
+                                      {40, 41, -1, 3, 0}};
+  std::vector<CollectivePiece> works = {{12, 15, 100, 4, 1}, {22, 27, 200, 5, 1}, {32, 38, 300, 5, 1},
+                                        {42, 49, 400, 4, 1}};
+  uint64_t unpaired = 0;
+  auto out = pair_collectives(ops, works, &name_of, &names, &unpaired);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].end_ns, 15);
+  EXPECT_EQ(out[1].end_ns, 27);  // the reduce-scatter: gloo's all-reduce
+  EXPECT_EQ(out[1].bytes, 200);
+  EXPECT_EQ(out[2].end_ns, 38);
+  EXPECT_EQ(out[3].end_ns, 49);
+  EXPECT_EQ(unpaired, 0u);
+
+  // gloo's coalesced reduce-scatter of 3 tensors: 3 all-reduce Works for
+  // one op; the next all-reduce takes the Work that started after it.
+  const std::vector<std::string> names2 = {"c10d::reduce_scatter_tensor_coalesced_", "c10d::allreduce_",
+                                           "gloo:all_reduce"};
+  ops = {{10, 20, -1, 0, 0}, {100, 101, -1, 1, 0}};
+  works = {{12, 30, 8, 2, 1}, {31, 40, 8, 2, 1}, {41, 50, 8, 2, 1}, {102, 130, 16, 2, 1}};
+  out = pair_collectives(ops, works, &name_of, &names2, &unpaired);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].end_ns, 30);
+  EXPECT_EQ(out[1].end_ns, 130);
+  EXPECT_EQ(out[1].bytes, 16);
+  EXPECT_EQ(unpaired, 2u);
+
+  // NCCL names its reduce-scatter's Work: no all-reduce stands in for it.
+  const std::vector<std::string> names3 = {"c10d::_reduce_scatter_base_", "c10d::allreduce_",
+                                           "nccl:_reduce_scatter_base", "nccl:all_reduce"};
+  ops = {{10, 11, -1, 0, 0}, {20, 21, -1, 1, 0}};
+  works = {{12, 60, 8, 2, 1}, {22, 40, 8, 3, 1}};
+  out = pair_collectives(ops, works, &name_of, &names3, &unpaired);
+  EXPECT_EQ(out[0].end_ns, 60);
+  EXPECT_EQ(out[1].end_ns, 40);
+  EXPECT_EQ(unpaired, 0u);
 }
 
 TEST(RankFolders, AnotherJobsFolderAndAMissingRankAreRefused) {
