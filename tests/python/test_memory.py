@@ -62,14 +62,30 @@ def test_memory_creep_names_the_variable_and_the_line(tmp_path):
 
 def test_clean_accumulation_has_no_memory_creep(tmp_path):
     profile, truth, report, _ = run_script("memory_creep.py", tmp_path, "--clean")
-    # Nothing of medium or high severity: on a loaded machine (two suites on
-    # two cores) allocator growth of the process itself has reached a low,
-    # unnamed memory_creep (+69 MiB of 290, "not in tensors"); that is the
-    # severity the detector gives what it cannot name.
+    mem = profile["memory"]
+    assert mem["sampled"] and mem["samples"] >= 10
+    # Nothing kept: no growing graph, and the tensors torch's allocator holds
+    # stay flat (a few of the script's 2 MiB tensors alive at a sample).
+    assert mem["growing_graphs"] == []
+    steady = mem["steady"]
+    assert steady["torch_growth_bytes"] <= 8 * 2 ** 20, steady
+    # The process's resident memory may still grow: glibc keeps freed 2 MiB
+    # tensors' heap memory (the profiler's own allocations in between make
+    # it worse: +30-50 MiB over the run here; MALLOC_MMAP_THRESHOLD_=131072
+    # removes it). A memory_creep then says "not in tensors", blames no
+    # variable, and is low unless the script's own readings grew a quarter
+    # of the start (the detector's mark for what it cannot name): then it is
+    # true of the process, at the growth those readings show.
     creep = findings(profile).get("memory_creep")
-    assert creep is None or creep["severity"] == "low", report
-    assert profile["memory"]["growing_graphs"] == []
-    assert profile["memory"]["sampled"] and profile["memory"]["samples"] >= 10
+    if creep is not None:
+        assert "not in tensors" in creep["title"], report
+        own = slope(truth["rss"][steady["first_step"]:steady["last_step"] + 1])
+        own_growth = own * (steady["last_step"] - steady["first_step"])
+        start = truth["rss"][steady["first_step"]]
+        # (0.9: the detector's line is fitted to its own samples, these are
+        # the script's readings at step ends)
+        assert creep["severity"] == "low" or own_growth >= 0.25 * start * 0.9, (own_growth, start, report)
+        assert abs(steady["growth_per_step_bytes"] - own) <= 0.25 * abs(own) + 2 ** 20, (steady, own)
 
 
 def test_gc_pauses_count_matches_gc_get_stats(tmp_path):

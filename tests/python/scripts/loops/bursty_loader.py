@@ -1,7 +1,9 @@
 """Loop shape: an input-bound loop whose batches arrive in bursts.
 
-Dataset.__getitem__ waits 6 ms like I/O (time.sleep(0.006)); batch_size 16,
-so a worker needs ~96 ms per batch; DataLoader(num_workers=2) runs two
+Dataset.__getitem__ waits 6 ms like I/O of a fixed throughput per worker
+(each read completes 6 ms after the worker's previous one was due, whatever
+the worker's own overhead: time.sleep to that deadline); batch_size 16, so a
+worker needs 96 ms per batch; DataLoader(num_workers=2) runs two
 workers that finish their batches at about the same time. The model (a few
 small Linear + ReLU) costs ~1 ms. So the batches arrive in bursts of k=2:
 one step waits ~96 ms in next(loader), the next finds its batch ready (wait
@@ -24,7 +26,10 @@ script's own, and say the batches come in bursts.
 The workers start their first read together (worker_init_fn waits for a
 gate set just before the workers are forked): otherwise the fork of the second
 worker, ~10 ms later on a loaded machine, offsets its batches for the whole
-run and the "ready" steps wait that long too.
+run and the "ready" steps wait that long too. The reads keep to the gate's
+schedule for the same reason: with plain sleeps, a worker 2-3 % slower than
+the other (a loaded 2-core machine, each worker's own profiler) drifts half a
+batch behind in 20 steps, and the "ready" steps wait 30-40 ms.
 per_step_s: step, data_wait, compute (forward + backward + step).
 """
 import time
@@ -46,12 +51,18 @@ class SlowReads(Dataset):
         self.x = torch.randn(256, width, generator=g)
         self.y = torch.randint(0, 10, (256,), generator=g)
         self.n, self.read_s = n, read_s
+        self.gate = None  # perf_counter() at which every worker starts reading
+        self.reads = 0    # reads due so far in this worker (its own copy)
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
-        time.sleep(self.read_s)  # I/O-like wait, no CPU
+        # I/O-like wait, no CPU, to this worker's next deadline on the
+        # gate's schedule (one read per read_s); sleeps from now without one.
+        self.reads += 1
+        due = None if self.gate is None else self.gate + self.reads * self.read_s
+        time.sleep(self.read_s if due is None else max(0.0, due - time.perf_counter()))
         return self.x[i % 256], self.y[i % 256]
 
 
@@ -71,13 +82,14 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     gate = 0.0
-    loader = DataLoader(SlowReads(a.steps * a.batch, a.width, a.read_ms / 1000, a.seed),
-                        batch_size=a.batch, shuffle=True, num_workers=a.workers,
-                        worker_init_fn=lambda _: time.sleep(max(0.0, gate - time.time())))
+    data = SlowReads(a.steps * a.batch, a.width, a.read_ms / 1000, a.seed)
+    loader = DataLoader(data, batch_size=a.batch, shuffle=True, num_workers=a.workers,
+                        worker_init_fn=lambda _: time.sleep(max(0.0, gate - time.perf_counter())))
 
     clock = LoopClock("bursty_loader", f"__getitem__ sleeps {a.read_ms} ms, batch {a.batch}, "
                                        f"num_workers={a.workers}: batches arrive in bursts")
-    gate = time.time() + 0.04 * a.workers  # after every worker's fork, yet short next to the run
+    gate = time.perf_counter() + 0.04 * a.workers  # after every worker's fork, yet short next to the run
+    data.gate = gate  # the workers, forked by iter(), read it from their copy
     it = iter(loader)
     clock.start()
     for step in range(a.steps):
