@@ -106,7 +106,7 @@ Options come before SCRIPT (or -m MODULE); everything after it is the
 script's own. An option may be repeated with the same value; given twice
 with different values, it is an error, as are combinations where one option
 would be silently ignored: --sample-hz with --python=trace or off, and
---timeline-events or --timeline-steps with --no-ops.
+--detail, --timeline-events or --timeline-steps with --no-ops.
 
 A script that starts its ranks with torch.multiprocessing.spawn has each
 rank profiled into DIR/rank-K and the ranks merged into DIR when spawn
@@ -139,7 +139,7 @@ DIR/report.txt and DIR/trace.json, a timeline of the first steps for
 https://ui.perfetto.dev or chrome://tracing.
 """
 
-_RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--timeline-events", "--timeline-steps",
+_RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--detail", "--timeline-events", "--timeline-steps",
                 "--trace-steps", "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps",
                 "--nvml-interval-ms", "--no-gc",
                 "--top", "--try", "--try-steps"]

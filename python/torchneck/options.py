@@ -20,6 +20,8 @@ _INTEGER = re.compile(r"-?[0-9]+")
 PYTHON_MODES = ("sample", "trace", "off")
 # What --gpu accepts.
 GPU_MODES = ("auto", "on", "off")
+# What --detail accepts.
+DETAIL_MODES = ("auto", "window", "full")
 
 
 class Option:
@@ -62,6 +64,15 @@ OPTIONS = {o.long: o for o in [
     Option(("-o", "--output"), "output", "folder", [
         "output folder (default: a new folder under ./torchneck-out/)"], "DIR"),
     Option(("--no-ops",), "ops", "flag", ["do not observe torch operators"], default=True),
+    Option(("--detail",), "detail", "mode", [
+        "operator detail: auto (default: window, except full for a",
+        "rank of a distributed job and with a GPU window), window",
+        "(operators, backward nodes and module calls only in windows",
+        "of steady steps, sized to cost ~2% of the run; steps,",
+        "DataLoader waits, backward passes and the Python samples",
+        "throughout: far cheaper on models of many small operators),",
+        "or full (every operator of every step) (docs/overhead.md)"],
+           "MODE", default="auto", choices=DETAIL_MODES),
     Option(("--timeline-events",), "timeline_events", "int", [
         "operator events kept per thread for the timeline, and",
         "Python samples kept in all (default 524288;",
@@ -239,7 +250,7 @@ def _check_run_conflicts(p):
     """Combinations where one option would be silently ignored."""
     if "--sample-hz" in p.given and p.python_mode != "sample":
         raise UsageError(f"--sample-hz conflicts with --python={p.python_mode}: only --python=sample samples")
-    for name in ("--timeline-events", "--timeline-steps"):
+    for name in ("--detail", "--timeline-events", "--timeline-steps"):
         if name in p.given and not p.ops:
             raise UsageError(f"{name} conflicts with --no-ops (no operator events are kept)")
     if "--try-steps" in p.given and p.try_setting is None:

@@ -11,6 +11,7 @@ import time
 import traceback
 import types
 
+from torchneck import backward_scope
 from torchneck import coexist
 from torchneck import env as envfacts
 from torchneck import facts as runfacts
@@ -267,6 +268,33 @@ def run(options):
     return profile(native, options, target, watch, out_dir, job)
 
 
+def _detail_mode(options, job, rank):
+    """--detail (auto by default): auto is window, except for a rank of a distributed job:
+    each rank's windows follow its own measured cost, so they would cover
+    different steps on different ranks, and the cross-rank comparison
+    needs the same collectives on every rank; and except for a run with a
+    GPU window, whose steps the detail windows do not yet follow: its
+    per-layer GPU times need the module calls inside it (docs/overhead.md)."""
+    if options.detail != "auto":
+        return options.detail
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        world = 1
+    if job is not None or rank is not None or world > 1:
+        return "full"
+    if options.gpu == "on":
+        return "full"
+    if options.gpu == "auto":
+        try:
+            import torch
+            if torch.cuda.is_available():
+                return "full"
+        except Exception:  # noqa: BLE001 - a broken CUDA install is no GPU (gpu_window.py)
+            pass
+    return "window"
+
+
 def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     """Runs TARGET under a profiling session writing OUT_DIR; returns the
     exit status. JOB: (base, out_dir) of a launcher's rank (_rank_output).
@@ -279,6 +307,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     # The one switch of the NVML sampler: 0 turns it off, as --gpu=off does.
     nvml_interval_ms = 0 if options.gpu == "off" else options.nvml_interval_ms
     try:
+        detail = _detail_mode(options, job, rank)
         session = _torchneck.Session(
             python_mode=options.python_mode,
             sample_hz=options.sample_hz,
@@ -290,6 +319,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
             memory_interval_ms=options.memory_interval_ms,
             gc=options.gc,
             nvml_interval_ms=nvml_interval_ms,
+            detail=detail,
         )
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
@@ -319,7 +349,12 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     facts.on_dataloader = worker_profiling.on_dataloader
     graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0])
     facts.on_optimizer = graphs.watch
+    if options.ops and detail == "window":
+        # Between detail windows the module hooks are removed, not idle:
+        # global hooks slow every module call (docs/overhead.md).
+        graphs.step_listeners.append(lambda steps: _torchneck.sync_module_hooks())
     facts.install()
+    backward = backward_scope.BackwardScope().install(_torchneck) if options.ops else None
     watch.install()
     # In the process that runs the script: ranks it starts with
     # torch.multiprocessing.spawn are profiled too (spawned.py).
@@ -353,6 +388,8 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         window.finish(graphs.steps)  # the trace's export is not the script's time
         worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         facts.uninstall()
+        if backward is not None:
+            backward.uninstall()
         graphs.uninstall()
         guard.uninstall()
         watch.uninstall()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -134,6 +135,12 @@ struct Builder {
   std::vector<char> launcher;  // per Run::python index
   bool per_thread = false;
   std::vector<std::vector<Span>> spans_of_thread;  // events and module calls, outer_first order
+  // Detail windows (Run::detail_spans when Run::detail_mode is "window"),
+  // else null; the samples outside them by stack (time, count), and the
+  // nodes each stack's samples inside them reached (node, time).
+  const std::vector<std::pair<int64_t, int64_t>>* detail = nullptr;
+  std::map<uint32_t, std::pair<int64_t, uint64_t>> undetailed;
+  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, int64_t>>> joined;
 
   uint32_t thread_root(uint32_t thread) {
     return per_thread ? arena.child(0, FlameKind::kThread, thread) : 0;
@@ -155,7 +162,7 @@ struct Builder {
                           std::vector<uint64_t>& window_samples, std::vector<uint32_t>& leaf_of_stack) {
     const uint32_t top = thread_root(thread);
     const auto& spans = spans_of_thread[thread];
-    size_t next = 0;
+    size_t next = 0, next_detail = 0;
     std::vector<const Span*> open;  // outermost first
     for (uint32_t si : samples) {
       const PySample& x = run.samples[si];
@@ -165,12 +172,62 @@ struct Builder {
       while (next < spans.size() && spans[next].start <= x.t_ns) open.push_back(&spans[next++]);
       open.erase(std::remove_if(open.begin(), open.end(), [&](const Span* e) { return e->end <= x.t_ns; }),
                  open.end());
+      window_ns[x.stack] += x.weight_ns;
+      ++window_samples[x.stack];
+      if (detail != nullptr) {  // samples by time: the first window not yet ended
+        while (next_detail < detail->size() && (*detail)[next_detail].second <= x.t_ns) ++next_detail;
+        if (next_detail == detail->size() || (*detail)[next_detail].first > x.t_ns) {
+          undetailed[x.stack].first += x.weight_ns;
+          ++undetailed[x.stack].second;
+          continue;
+        }
+      }
       if (leaf_of_stack[x.stack] == 0) leaf_of_stack[x.stack] = python_path(top, st);
       uint32_t at = leaf_of_stack[x.stack];
       for (const Span* e : open) at = arena.child(at, e->kind, e->ref);
       arena.add(at, x.weight_ns, 1);
-      window_ns[x.stack] += x.weight_ns;
-      ++window_samples[x.stack];
+      if (detail != nullptr) joined[x.stack].push_back({at, x.weight_ns});
+    }
+  }
+
+  // Detail windows: a stack's samples outside them (no operators, modules or
+  // backward nodes were recorded there) go where its samples inside them
+  // went, in the same proportions of time; a stack never sampled inside a
+  // window keeps its Python path alone.
+  void spread_undetailed(std::vector<uint32_t>& leaf_of_stack) {
+    for (auto& [stack, rest] : undetailed) {
+      auto it = joined.find(stack);
+      if (it == joined.end() || it->second.empty()) {
+        if (leaf_of_stack[stack] == 0)
+          leaf_of_stack[stack] = python_path(thread_root(run.stacks[stack].thread_index), run.stacks[stack]);
+        arena.add(leaf_of_stack[stack], rest.first, rest.second);
+        continue;
+      }
+      std::map<uint32_t, int64_t> by_node;
+      int64_t total = 0;
+      for (const auto& [node, ns] : it->second) {
+        by_node[node] += ns;
+        total += ns;
+      }
+      // Time in proportion; samples too, the remainders to the largest parts.
+      std::vector<std::pair<double, uint32_t>> remainders;
+      int64_t ns_left = rest.first;
+      uint64_t samples_left = rest.second;
+      for (const auto& [node, ns] : by_node) {
+        const double part = total > 0 ? static_cast<double>(ns) / static_cast<double>(total) : 0;
+        const auto ns_here = static_cast<int64_t>(part * static_cast<double>(rest.first));
+        const double exact = part * static_cast<double>(rest.second);
+        const auto samples_here = static_cast<uint64_t>(exact);
+        arena.add(node, ns_here, samples_here);
+        ns_left -= ns_here;
+        samples_left -= samples_here;
+        remainders.push_back({exact - static_cast<double>(samples_here), node});
+      }
+      std::stable_sort(remainders.begin(), remainders.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      arena.add(remainders.front().second, ns_left, 0);
+      for (size_t i = 0; samples_left > 0 && i < remainders.size(); ++i, --samples_left)
+        arena.add(remainders[i].second, 0, 1);
     }
   }
 
@@ -288,6 +345,7 @@ FlameNode build_flame(const Run& run) {
   b.canon = canonical_functions(run);
   b.launcher.resize(run.python.size());
   for (size_t i = 0; i < run.python.size(); ++i) b.launcher[i] = is_launcher_frame(run.python[i]) ? 1 : 0;
+  if (run.detail_mode == "window") b.detail = &run.detail_spans;
 
   // Which threads contribute, and how. A hand-built Run may name threads it
   // does not list; a bogus index cannot make this allocate without bound.
@@ -357,6 +415,7 @@ FlameNode build_flame(const Run& run) {
                      [&](uint32_t x, uint32_t y) { return run.samples[x].t_ns < run.samples[y].t_ns; });
     b.add_sampled_thread(t, mine, window_ns, window_samples, leaf_of_stack);
   }
+  b.spread_undetailed(leaf_of_stack);
   for (size_t i = 0; i < run.stacks.size(); ++i) {
     const SampledStack& st = run.stacks[i];
     if (st.thread_index >= nthreads) continue;

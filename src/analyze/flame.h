@@ -16,6 +16,11 @@
 //   rest of that stack's weight as the Python frames alone. So the time under
 //   a sampled thread is exactly the sampled time of its stacks, and an op
 //   below a Python frame is time the sampler saw that frame's thread in it.
+//   With detail windows (Run::detail_mode "window"), a sample outside them
+//   met no recorded operator: a stack's samples outside the windows are
+//   split over the paths its samples inside them reached, in their
+//   proportions of time (a stack never sampled inside one keeps its Python
+//   frames alone).
 //
 // - Threads without samples but with timeline events (the autograd engine's
 //   device threads, which run backward nodes without a Python stack; a run

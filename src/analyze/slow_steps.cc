@@ -20,11 +20,11 @@ SlowGroup group_of(SlowKind kind) {
 // be a slow one). Twice is far beyond this machine's step-to-step noise.
 constexpr double kSlowFactor = 2.0;
 // The level is local: the 25th percentile of the steady steps within this
-// many steady steps on either side. A loop whose steps grow slower (state
-// that grows: step_time_drift) would otherwise have its late steps all
-// "slow" against its early ones, and the drift hidden among one-off slow
-// steps; 10 a side still holds ten fast steps of a loader's bursts of 2
-// and all but one of a periodic stall's.
+// many steady steps on either side, and within this many steps. A loop
+// whose steps grow slower (state that grows: step_time_drift) would
+// otherwise have its late steps all "slow" against its early ones, and the
+// drift hidden among one-off slow steps; 10 a side still holds ten fast
+// steps of a loader's bursts of 2 and all but one of a periodic stall's.
 constexpr size_t kLocalHalfWindow = 10;
 // Too few steady steps to tell a pattern from chance.
 constexpr size_t kMinSteps = 4;
@@ -132,8 +132,11 @@ std::string what_runs(const Run& run, const StepAnalysis& a, const std::vector<s
 }
 
 void describe(const Run& run, StepAnalysis& a, SlowGroup& g, const std::vector<size_t>& typical) {
-  for (size_t i : g.steps) g.excess_ns += std::max<int64_t>(0, a.steps[i].duration() - a.typical_ns);
-  g.share = a.steady_ns > 0 ? static_cast<double>(g.excess_ns) / static_cast<double>(a.steady_ns) : 0;
+  for (size_t i : g.steps) g.excess_ns += std::max<int64_t>(0, a.steps[i].undetailed_ns() - a.typical_ns);
+  g.over_ns = a.steady_ns;
+  for (const Step& s : a.steps)
+    if (s.detail_excluded) g.over_ns += s.undetailed_ns();
+  g.share = g.over_ns > 0 ? static_cast<double>(g.excess_ns) / static_cast<double>(g.over_ns) : 0;
   double best = -1;
   for (int p = 0; p < kNumPhases; ++p) {
     double slow = 0, typ = 0;
@@ -176,12 +179,15 @@ void mean_error(StepAnalysis& a) {
 }
 
 void classify(const Run& run, StepAnalysis& a) {
+  // The steady steps, and those of costly detail windows at their time less
+  // the window's cost (Step::undetailed_ns): a checkpoint every 5 steps
+  // that falls in windows is still every 5 steps. (`steady` below: both.)
   std::vector<size_t> steady;
   std::vector<int64_t> d;
   for (size_t i = 0; i < a.steps.size(); ++i)
-    if (a.steps[i].steady) {
+    if (a.steps[i].steady || a.steps[i].detail_excluded) {
       steady.push_back(i);
-      d.push_back(a.steps[i].duration());
+      d.push_back(a.steps[i].undetailed_ns());
     }
   a.typical_ns = a.median_ns;
   if (steady.size() < kMinSteps) return;
@@ -189,19 +195,24 @@ void classify(const Run& run, StepAnalysis& a) {
   std::vector<int64_t> typical_d;
   for (size_t j = 0; j < steady.size(); ++j) {
     const size_t i = steady[j];
-    const size_t lo = j >= kLocalHalfWindow ? j - kLocalHalfWindow : 0;
-    const size_t hi = std::min(steady.size(), j + kLocalHalfWindow + 1);
+    size_t lo = j >= kLocalHalfWindow ? j - kLocalHalfWindow : 0;
+    size_t hi = std::min(steady.size(), j + kLocalHalfWindow + 1);
+    // Nor farther in the run: past a stretch of steps that are not steady
+    // (a costly detail window, left out), the steady steps are as far from
+    // this one as the run's start is in a drift.
+    while (steady[lo] + kLocalHalfWindow < i) ++lo;
+    while (steady[hi - 1] > i + kLocalHalfWindow) --hi;
     const double threshold = kSlowFactor * static_cast<double>(percentile(
         {d.begin() + static_cast<std::ptrdiff_t>(lo), d.begin() + static_cast<std::ptrdiff_t>(hi)}, 0.25));
-    if (static_cast<double>(a.steps[i].duration()) > threshold) {
+    if (static_cast<double>(a.steps[i].undetailed_ns()) > threshold) {
       slow.push_back(i);
     } else {
       typical.push_back(i);
-      typical_d.push_back(a.steps[i].duration());
+      if (a.steps[i].steady) typical_d.push_back(a.steps[i].duration());
     }
   }
   if (slow.empty()) return;
-  a.typical_ns = percentile(typical_d, 0.5);
+  if (!typical_d.empty()) a.typical_ns = percentile(typical_d, 0.5);
   // Evaluation steps first: their pass explains them, whatever their place.
   SlowGroup eval = group_of(SlowKind::kEvaluation);
   std::vector<size_t> rest;

@@ -1,10 +1,12 @@
 #include "analyze/steps.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
 #include "analyze/compiled.h"
+#include "analyze/detail_cost.h"
 #include "analyze/loop_spans.h"
 #include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
@@ -169,21 +171,36 @@ int tier_of(const PhaseInterval& iv) {
 // One sweep over all interval boundaries and step boundaries: each
 // elementary segment goes to the step containing it, under the
 // highest-priority phase active there.
+//
+// `joint` (one per step): each instant's time by (the phase the light
+// intervals alone give it, the phase all intervals give it), row-major
+// [light * kNumPhases + full]: what a step outside the detail windows, which
+// has only the light intervals, would have been had it been detailed.
+using JointPhases = std::array<int64_t, kNumPhases * kNumPhases>;
+struct JointSweep {
+  std::vector<JointPhases> time;
+};
 void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps,
-           std::vector<PhaseSegment>* segments = nullptr) {
+           std::vector<PhaseSegment>* segments = nullptr, JointSweep* joint = nullptr) {
   if (steps.empty()) return;
   struct Edge {
     int64_t t;
     int delta;
     int tier;
+    bool light;
+    bool light_only;
   };
+  if (joint != nullptr) {
+    joint->time.assign(steps.size(), JointPhases{});
+  }
   std::vector<Edge> edges;
   std::vector<int64_t> points;
   for (const auto& iv : intervals) {
     const int tier = tier_of(iv);
     if (iv.end_ns <= iv.start_ns || tier < 0) continue;
-    edges.push_back({iv.start_ns, +1, tier});
-    edges.push_back({iv.end_ns, -1, tier});
+    if (iv.light_only && joint == nullptr) continue;
+    edges.push_back({iv.start_ns, +1, tier, iv.light || iv.light_only, iv.light_only});
+    edges.push_back({iv.end_ns, -1, tier, iv.light || iv.light_only, iv.light_only});
     points.push_back(iv.start_ns);
     points.push_back(iv.end_ns);
   }
@@ -195,11 +212,13 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
   int active[kTiers] = {0, 0, 0, 0, 0, 0};
+  int active_light[kTiers] = {0, 0, 0, 0, 0, 0};
   size_t ei = 0, sj = 0;
   for (size_t k = 0; k + 1 < points.size(); ++k) {
     const int64_t t = points[k];
     while (ei < edges.size() && edges[ei].t <= t) {
-      active[edges[ei].tier] += edges[ei].delta;
+      if (!edges[ei].light_only) active[edges[ei].tier] += edges[ei].delta;
+      if (edges[ei].light) active_light[edges[ei].tier] += edges[ei].delta;
       ++ei;
     }
     while (sj < steps.size() && steps[sj].end_ns <= t) ++sj;
@@ -212,6 +231,16 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
         break;
       }
     steps[sj].breakdown.ns[phase] += points[k + 1] - t;
+    if (joint != nullptr) {
+      int light = static_cast<int>(Phase::kOther);
+      for (int tier = 0; tier < kTiers; ++tier)
+        if (active_light[tier] > 0) {
+          light = static_cast<int>(kTierPhase[tier]);
+          break;
+        }
+      const auto cell = static_cast<size_t>(light * kNumPhases + phase);
+      joint->time[sj][cell] += points[k + 1] - t;
+    }
     if (segments != nullptr && phase != static_cast<int>(Phase::kOther)) {
       auto& seg = *segments;
       if (!seg.empty() && seg.back().step == sj && seg.back().end_ns == t &&
@@ -233,11 +262,122 @@ std::vector<PhaseInterval> phase_intervals(const TimelineView& tv, const std::ve
   for (const Span& f : forward) intervals.push_back({f.first, f.second, Phase::kForward});
   for (size_t i : tv.main_events) {
     const OpEvent& e = run.timeline[i];
-    if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData});
-    else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer});
+    // User scopes are observed outside the detail windows too.
+    const bool light = e.kind == OpKind::kUserScope;
+    // The backward pass as the light events show it (the scope is also
+    // inside `passes`, with the nodes, where there is detail).
+    if (tv.is_backward_scope(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kBackward, false, true});
+    if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData, false, light});
+    else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer, false, light});
     else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward, true});
   }
   return intervals;
+}
+
+// Which steps are inside a detail window (Run::detail_spans, by time).
+void mark_detailed(const Run& run, std::vector<Step>& steps) {
+  if (run.detail_mode != "window") return;
+  size_t k = 0;
+  for (Step& st : steps) {
+    while (k < run.detail_spans.size() && run.detail_spans[k].second < st.end_ns) ++k;
+    st.detailed = k < run.detail_spans.size() && run.detail_spans[k].first <= st.start_ns;
+  }
+}
+
+// Evaluation passes as the light events show them (in every step: in
+// those outside detail windows they are the evaluation passes, their
+// module calls not seen; in the detailed ones, where loop_spans.h finds
+// them, they are what the estimate maps from): a run of at least
+// kMinEvalFetches DataLoader fetches none of which a backward pass follows
+// before the next fetch is a validation loop (its batches and the fetch
+// that ends it); the pass lasts until the fetch that follows the run (the
+// training loader's), or the step's end. A training fetch is followed by
+// its backward pass (the launcher's torchneck::backward scope), so a
+// training step is never one. Two loaders zipped are two fetches of which
+// the first is followed by no backward: at least 2 such fetches in a row
+// tell a validation loop from them.
+constexpr size_t kMinEvalFetches = 2;
+std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Step>& steps) {
+  const Run& run = tv.run;
+  std::vector<Span> fetches, backward;
+  for (size_t i : tv.main_events) {
+    const OpEvent& e = run.timeline[i];
+    if (tv.is_data(e)) fetches.emplace_back(e.start_ns, e.end_ns);
+    else if (tv.is_backward_scope(e)) backward.emplace_back(e.start_ns, e.end_ns);
+  }
+  auto backward_in = [&](int64_t from, int64_t to) {
+    auto it = std::lower_bound(backward.begin(), backward.end(), Span{from, INT64_MIN});
+    return it != backward.end() && it->first < to;
+  };
+  std::vector<Span> out;
+  size_t f = 0;
+  for (const Step& st : steps) {
+    while (f < fetches.size() && fetches[f].first < st.start_ns) ++f;
+    size_t end = f;
+    while (end < fetches.size() && fetches[end].first < st.end_ns) ++end;
+    // fetches[f, end) lie in this step; a run of those no backward pass follows
+    for (size_t k = f; k < end;) {
+      size_t j = k;
+      while (j < end && !backward_in(fetches[j].second, j + 1 < end ? fetches[j + 1].first : st.end_ns)) ++j;
+      if (j - k >= kMinEvalFetches) out.emplace_back(fetches[k].first, j < end ? fetches[j].first : st.end_ns);
+      k = j + 1;
+    }
+    f = end;
+  }
+  return out;
+}
+
+// The breakdown of the steps outside detail windows, from what they have
+// (their DataLoader fetches and optimizer calls, the rest "other") and how
+// the detailed steady steps' time in each of those light phases divided
+// among the phases with detail (a ratio estimator per light phase; with
+// no detailed steady step, the detailed warm-up steps serve).
+void estimate_undetailed(StepAnalysis& a, const JointSweep& joint) {
+  // A detailed step's time carries the detail's cost: the windows found
+  // costly against their undetailed neighbours are left out of the time
+  // statistics, which the undetailed steps then give undisturbed (a cheap
+  // window, which the policy keeps on for most of the run, stays in).
+  exclude_costly_detail(a.steps);
+  JointPhases sum{};
+  size_t n = 0;
+  for (int pass = 0; pass < 2 && n == 0; ++pass) {
+    for (size_t i = 0; i < a.steps.size(); ++i)
+      if (a.steps[i].detailed && (a.steps[i].steady || a.steps[i].detail_excluded || pass == 1)) {
+        for (size_t c = 0; c < sum.size(); ++c) sum[c] += joint.time[i][c];
+        ++n;
+      }
+    if (pass == 0) a.detailed_steady = n;
+  }
+  // The detailed steps' phases carry the detail's own cost; within each
+  // light phase it is taken as proportional to time, so the split is the
+  // detailed steps' as measured. (Taking it out per detail-only event, the
+  // earlier estimator, put the forward phase of tiny_ops 1-4 points low:
+  // its "other" time carries more detail cost than its events say;
+  // docs/overhead.md has the comparison.)
+  double share[kNumPhases][kNumPhases];
+  for (int q = 0; q < kNumPhases; ++q) {
+    int64_t row = 0;
+    for (int p = 0; p < kNumPhases; ++p) row += sum[static_cast<size_t>(q * kNumPhases + p)];
+    for (int p = 0; p < kNumPhases; ++p)
+      share[q][p] = row > 0 ? static_cast<double>(sum[static_cast<size_t>(q * kNumPhases + p)]) / static_cast<double>(row)
+                            : (p == q ? 1.0 : 0.0);
+  }
+  for (Step& st : a.steps) {
+    if (st.detailed) continue;
+    StepBreakdown est;
+    int64_t assigned = 0;
+    for (int p = 0; p < kNumPhases; ++p) {
+      if (p == static_cast<int>(Phase::kOther)) continue;
+      double v = 0;
+      for (int q = 0; q < kNumPhases; ++q) v += static_cast<double>(st.breakdown.ns[q]) * share[q][p];
+      est.ns[p] = static_cast<int64_t>(std::llround(v));
+      assigned += est.ns[p];
+    }
+    est.ns[static_cast<int>(Phase::kOther)] = st.duration() - assigned;  // sums to the step exactly
+    st.breakdown = est;
+    st.estimated = true;
+    ++a.estimated_steps;
+  }
 }
 
 // The statistics over the steady steps: time-weighted (every steady step's
@@ -247,6 +387,7 @@ void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const s
   std::vector<int> micro;
   StepBreakdown sum;
   double ops = 0, op_self = 0, sq = 0;
+  size_t detailed = 0;
   size_t pj = 0;
   for (Step& s : a.steps) {
     while (pj < passes.size() && passes[pj].first < s.start_ns) ++pj;
@@ -256,17 +397,24 @@ void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const s
       if (!inside_any(optimizer, passes[k].first, passes[k].second)) ++s.micro_batches;
     a.window_ns += s.duration();
     a.evaluation_ns += s.breakdown[Phase::kEvaluation];
+    if (s.detailed && (s.steady || s.detail_excluded)) {  // its operators and backward passes were recorded
+      micro.push_back(s.micro_batches);
+      ops += static_cast<double>(s.ops);
+      op_self += static_cast<double>(s.op_self_ns);
+      ++detailed;
+    }
+    if (s.detail_excluded) {
+      ++a.detail_excluded;
+      continue;
+    }
     if (!s.steady) {
       ++a.excluded;
       if (s.gpu_window) ++a.gpu_window_steps;
       continue;
     }
     steady.push_back(s.duration());
-    micro.push_back(s.micro_batches);
     for (int p = 0; p < kNumPhases; ++p) sum.ns[p] += s.breakdown.ns[p];
     a.steady_ns += s.duration();
-    ops += static_cast<double>(s.ops);
-    op_self += static_cast<double>(s.op_self_ns);
   }
   a.steady_count = steady.size();
   a.median_ns = median_of(steady);
@@ -283,10 +431,11 @@ void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const s
   const double mean = static_cast<double>(a.steady_ns) / n;
   for (int64_t d : steady) sq += (static_cast<double>(d) - mean) * (static_cast<double>(d) - mean);
   a.step_cv = steady.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
+  if (detailed == 0) return;
   std::sort(micro.begin(), micro.end());
   a.micro_batches_per_step = micro[micro.size() / 2];
-  a.ops_per_step = ops / n;
-  a.op_self_ns_per_step = op_self / n;
+  a.ops_per_step = ops / static_cast<double>(detailed);
+  a.op_self_ns_per_step = op_self / static_cast<double>(detailed);
 }
 
 }  // namespace
@@ -322,7 +471,22 @@ StepAnalysis analyze_steps(const Run& run) {
     st.end_ns = s.second;
     a.steps.push_back(st);
   }
-  sweep(phase_intervals(tv, passes, forward, a.evaluation), a.steps);
+  a.detail_mode = run.detail_mode;
+  mark_detailed(run, a.steps);
+  const std::vector<Span> light_eval = light_evaluation(tv, a.steps);
+  {
+    size_t k = 0;
+    const size_t before = a.evaluation.size();
+    for (const Span& e : light_eval) {
+      while (k < a.steps.size() && a.steps[k].end_ns <= e.first) ++k;
+      if (k < a.steps.size() && !a.steps[k].detailed) a.evaluation.push_back(e);
+    }
+    if (a.evaluation.size() != before) std::sort(a.evaluation.begin(), a.evaluation.end());
+  }
+  JointSweep joint;
+  std::vector<PhaseInterval> intervals = phase_intervals(tv, passes, forward, a.evaluation);
+  for (const Span& e : light_eval) intervals.push_back({e.first, e.second, Phase::kEvaluation, false, true, true});
+  sweep(intervals, a.steps, nullptr, &joint);
   // Operators per step (all nesting levels) and their self time, those of
   // evaluation passes left out: they are not the training step's work.
   size_t sj = 0;
@@ -338,6 +502,7 @@ StepAnalysis analyze_steps(const Run& run) {
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
   mark_steady(a, compile_spans(run), w.state == "recorded" && w.end_ns > w.start_ns ? &window : nullptr);
+  estimate_undetailed(a, joint);
   a.count = a.steps.size();
   // The window can fill before the first optimizer.step ends (LBFGS: a
   // million operators in its closures): the run's optimizer steps are then

@@ -39,7 +39,25 @@ struct Step {
   // time the user pays.
   bool steady = true;
   bool gpu_window = false;  // not steady because the GPU window's profiler ran in it (run.h, GpuWindow)
-  SlowKind slow = SlowKind::kNone;  // steady steps only
+  // Inside a detail window (Run::detail_spans): its operators, backward
+  // nodes and module calls were recorded. A step outside them has its
+  // data and optimizer time measured and the rest of its breakdown
+  // estimated from the detailed steps (`estimated`; docs/overhead.md).
+  bool detailed = true;
+  bool estimated = false;
+  // Not steady because its detail window measured costly against the
+  // undetailed steps around it (detail_cost.h): its time carries the
+  // detail's cost, which theirs does not. Its breakdown still serves the
+  // estimate of theirs.
+  bool detail_excluded = false;
+  // detail_excluded: its window's cost as measured, a share of the
+  // undetailed time: its time less that (undetailed_ns) is what the slow
+  // steps and step_time_drift's trend read.
+  double detail_cost = 0;
+  int64_t undetailed_ns() const {
+    return detail_excluded ? static_cast<int64_t>(static_cast<double>(duration()) / (1.0 + detail_cost)) : duration();
+  }
+  SlowKind slow = SlowKind::kNone;  // steady and detail_excluded steps only (slow_steps.h)
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
   int micro_batches = 0;    // backward passes in the step outside optimizer.step (accumulation, several losses)
@@ -53,7 +71,10 @@ struct SlowGroup {
   int period = 0;             // periodic: every `period`-th step ...
   size_t first = 0;           // ... from this one on
   int64_t excess_ns = 0;      // their time beyond a typical step each, summed
-  double share = 0;           // excess_ns over the steady steps' time
+  double share = 0;           // excess_ns over over_ns
+  // The time the share is of: the steady steps', and the costly detail
+  // windows' at their undetailed time (their slow steps count too).
+  int64_t over_ns = 0;
   Phase phase = Phase::kOther;  // the phase that grew most in them
   int64_t phase_slow_ns = 0;    // that phase, mean per slow step ...
   int64_t phase_typical_ns = 0; // ... and per typical step
@@ -78,6 +99,14 @@ struct StepAnalysis {
   size_t excluded = 0;     // warm-up steps, and the GPU window's
   size_t gpu_window_steps = 0;  // of them, the GPU window's
   size_t steady_count = 0; // the steps the statistics are over
+  // Detail windows (Run::detail_mode "window"): the steady steps inside
+  // them, which ops_per_step, op_self_ns_per_step, micro_batches_per_step
+  // and the estimate of the other steps' breakdown are over; and how many
+  // steps had their breakdown estimated.
+  std::string detail_mode;
+  size_t detailed_steady = 0;  // the detailed steps the estimate is from (steady or detail_excluded)
+  size_t estimated_steps = 0;
+  size_t detail_excluded = 0;  // detailed steps left out of the time statistics (Step::detail_excluded)
   // Where the run's time went: the steady steps' time, all of it, divided
   // by their number (a time-weighted mean: slow steps count with their
   // whole time, as the user pays it); `breakdown` sums exactly to step_ns.
@@ -126,6 +155,12 @@ struct PhaseInterval {
   int64_t end_ns;
   Phase phase;
   bool loose = false;
+  // Also seen outside detail windows (a user scope: a DataLoader fetch,
+  // optimizer.step): what a step outside them is swept from.
+  bool light = false;
+  // Seen only by the light sweep (what the light events alone would give),
+  // not by the breakdown itself.
+  bool light_only = false;
 };
 StepBreakdown attribute_phases(const std::vector<PhaseInterval>& intervals, int64_t start_ns,
                                int64_t end_ns);

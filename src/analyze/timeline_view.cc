@@ -58,7 +58,15 @@ bool TimelineView::is_profiler_step(const OpEvent& e) const {
 }
 
 bool TimelineView::is_backward(const OpEvent& e) const {
-  return e.kind == OpKind::kBackward || starts_with(name(e), "autograd::engine::evaluate_function");
+  return e.kind == OpKind::kBackward || starts_with(name(e), "autograd::engine::evaluate_function") ||
+         is_backward_scope(e);
+}
+
+// The launcher's scope around torch.autograd.backward
+// (python/torchneck/backward_scope.py): seen in every step, detail windows
+// or not.
+bool TimelineView::is_backward_scope(const OpEvent& e) const {
+  return e.kind == OpKind::kUserScope && name(e) == "torchneck::backward";
 }
 
 }  // namespace torchneck

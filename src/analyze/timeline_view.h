@@ -18,6 +18,7 @@ struct TimelineView {
   bool is_optimizer(const OpEvent& e) const;     // step or zero_grad
   bool is_profiler_step(const OpEvent& e) const; // ProfilerStep#N
   bool is_backward(const OpEvent& e) const;      // node or engine wrapper
+  bool is_backward_scope(const OpEvent& e) const;  // torchneck::backward (the launcher's)
 
   const Run& run;
   // Indices into run.timeline of the main thread's events, in start order.

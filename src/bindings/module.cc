@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "bindings/collectors.h"
+#include "collect/python/module_scopes.h"
+#include "collect/torch/op_observer.h"
 #include "bindings/facts.h"
 #include "bindings/gpu_window.h"
 #include "bindings/output_dir_binding.h"
@@ -377,7 +379,9 @@ PYBIND11_MODULE(_torchneck, m) {
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
                        int64_t timeline_steps, int64_t trace_steps, size_t top, int64_t memory_interval_ms,
-                       bool gc, int64_t nvml_interval_ms) {
+                       bool gc, int64_t nvml_interval_ms, const std::string& detail) {
+             if (detail != "window" && detail != "full")
+               throw std::invalid_argument("detail must be \"window\" or \"full\"");
              if (memory_interval_ms < 0) throw std::invalid_argument("memory_interval_ms must be >= 0");
              if (nvml_interval_ms < 0) throw std::invalid_argument("nvml_interval_ms must be >= 0");
              SessionOptions o;
@@ -393,6 +397,7 @@ PYBIND11_MODULE(_torchneck, m) {
              o.collect.memory_interval_ms = memory_interval_ms;
              o.collect.gc = gc;
              o.collect.nvml_interval_ms = nvml_interval_ms;
+             o.collect.detail_windows = detail == "window";
              return new Session(o);
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
@@ -400,7 +405,7 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
            py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = 15,
            py::arg("memory_interval_ms") = 100, py::arg("gc") = true,
-           py::arg("nvml_interval_ms") = 100)
+           py::arg("nvml_interval_ms") = 100, py::arg("detail") = "window")
       .def("start", &Session::start)
       .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("first_s") = 1.0,
            py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
@@ -438,6 +443,14 @@ PYBIND11_MODULE(_torchneck, m) {
       },
       py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);
+  // The launcher's torchneck::backward scope (python/torchneck/backward_scope.py).
+  m.def("open_user_scope", [](const std::string& name) {
+    return reinterpret_cast<uintptr_t>(open_user_scope(name.c_str()));
+  });
+  m.def("close_user_scope", [](uintptr_t scope) { close_user_scope(reinterpret_cast<void*>(scope)); });
+  // At each optimizer step's end (python/torchneck/runner.py): the module
+  // hooks follow the detail windows.
+  m.def("sync_module_hooks", [] { sync_module_scopes_with_detail(); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

@@ -125,6 +125,14 @@ RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& 
     }
   std::stable_sort(d.findings.begin(), d.findings.end(),
                    [](const FindingChange& x, const FindingChange& y) { return x.state < y.state; });
+  // A finding that came or went while the step time did not move: its
+  // measure likely sits near its threshold in both runs (two runs of one
+  // setting can do this), not a fix or a regression.
+  if (!d.significant && n >= kMinSteps)
+    for (const FindingChange& c : d.findings)
+      if (c.state != FindingState::kKept)
+        d.notes.push_back(c.id + " is " + state_name(c.state) +
+                          " with no significant change in step time: likely near its threshold in both runs");
   return d;
 }
 

@@ -52,17 +52,26 @@ uint64_t hash_bytes(const char* data, size_t len) {
 }
 
 InternCache::InternCache(StringInterner* backing, size_t initial_capacity)
-    : backing_(backing) {
+    : backing_(backing), by_address_(kAddressSlots) {
   size_t cap = 16;
   while (cap < initial_capacity) cap <<= 1;
   slots_.resize(cap);
 }
 
 uint32_t InternCache::intern(const char* s) {
-  return intern(std::string_view(s, std::strlen(s)));
+  const auto a = reinterpret_cast<uintptr_t>(s);
+  AddressSlot& slot = by_address_[((a * 0x9E3779B97F4A7C15ULL) >> 40) & (kAddressSlots - 1)];
+  if (slot.address == s && std::memcmp(s, slot.text, slot.len) == 0 && s[slot.len] == '\0') return slot.id;
+  const std::string_view view(s, std::strlen(s));
+  const char* text = nullptr;
+  const uint32_t id = intern(view, &text);
+  slot = AddressSlot{s, text, static_cast<uint32_t>(view.size()), id};
+  return id;
 }
 
-uint32_t InternCache::intern(std::string_view s) {
+uint32_t InternCache::intern(std::string_view s) { return intern(s, nullptr); }
+
+uint32_t InternCache::intern(std::string_view s, const char** text_out) {
   const uint64_t h = hash_bytes(s.data(), s.size());
   const size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -70,10 +79,14 @@ uint32_t InternCache::intern(std::string_view s) {
     if (!slot.used) break;
     // Equal hashes are confirmed against the interned text, so a 64-bit
     // collision can never merge two names.
-    if (slot.hash == h && slot.text == s) return slot.id;
+    if (slot.hash == h && slot.text == s) {
+      if (text_out != nullptr) *text_out = slot.text.data();
+      return slot.id;
+    }
   }
   const uint32_t id = backing_->intern(s);
   const std::string_view text = backing_->lookup(id);
+  if (text_out != nullptr) *text_out = text.data();
   if ((used_ + 1) * 2 > slots_.size()) grow();
   const size_t mask2 = slots_.size() - 1;
   size_t i = h & mask2;

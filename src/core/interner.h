@@ -49,6 +49,11 @@ class InternCache {
 
   // Hot path: a probe with no lock and no allocation once `s` has been seen
   // by this cache. The table grows (allocates) only when it is half full.
+  // A C string is first looked up by its address (a dispatcher op's name
+  // lives in its schema for the process's life): a hit is confirmed by
+  // comparing the text (memcmp, and the terminating NUL), so an address
+  // reused for another name never aliases; a miss falls back to the
+  // content hash.
   uint32_t intern(const char* s);
   uint32_t intern(std::string_view s);
 
@@ -62,9 +67,20 @@ class InternCache {
     bool used = false;
   };
   void grow();
+  // intern(s), and where the interned copy of s is (for the address table).
+  uint32_t intern(std::string_view s, const char** text_out);
+
+  struct AddressSlot {
+    const char* address = nullptr;
+    const char* text = nullptr;  // the interned copy, to confirm a hit
+    uint32_t len = 0;
+    uint32_t id = 0;
+  };
+  static constexpr size_t kAddressSlots = 1024;  // direct-mapped: a step's distinct op names fit
 
   StringInterner* backing_;
   std::vector<Slot> slots_;
+  std::vector<AddressSlot> by_address_;
   size_t used_ = 0;
 };
 

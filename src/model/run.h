@@ -314,6 +314,12 @@ struct Run {
   std::vector<std::string> strings;  // OpEvent::name_id → name
   uint32_t main_thread = 0;       // thread index of Python's main thread
   uint64_t dropped_events = 0;    // events not kept in the timeline window
+  // Detail windows (core/detail_window.h, docs/overhead.md): "window" when
+  // operators, backward nodes and module calls were recorded only in
+  // detail_spans (user scopes throughout), "full" when throughout (one span),
+  // "" for a run without the operator observer (an ingested trace, --no-ops).
+  std::string detail_mode;
+  std::vector<std::pair<int64_t, int64_t>> detail_spans;  // by time, [start, end)
   // The main thread's time inside DataLoader __next__ (all fetches) and its
   // CPU time there (CLOCK_THREAD_CPUTIME_ID at each fetch's ends), -1 when
   // not measured: tells loading that computes from loading that waits

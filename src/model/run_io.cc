@@ -19,7 +19,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
 // experiments.
-constexpr uint32_t kVersion = 10;
+constexpr uint32_t kVersion = 11;
 
 OpKind op_kind(Reader& r) {
   const auto k = r.num<uint8_t>();
@@ -237,6 +237,12 @@ std::string encode_run(const Run& run) {
   }
   w.num(run.main_thread);
   w.num(run.dropped_events);
+  w.str(run.detail_mode);
+  w.num<uint64_t>(run.detail_spans.size());
+  for (const auto& d : run.detail_spans) {
+    w.num(d.first);
+    w.num(d.second);
+  }
   w.num(run.data_wait_ns);
   w.num(run.data_wait_cpu_ns);
   w.num<uint64_t>(run.modules.size());
@@ -361,6 +367,12 @@ Run decode_run(const std::string& bytes) {
   run.main_thread = r.num<uint32_t>();
   if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
   run.dropped_events = r.num<uint64_t>();
+  run.detail_mode = r.str();
+  run.detail_spans.resize(r.count(16));
+  for (auto& d : run.detail_spans) {
+    d.first = r.num<int64_t>();
+    d.second = r.num<int64_t>();
+  }
   run.data_wait_ns = r.num<int64_t>();
   run.data_wait_cpu_ns = r.num<int64_t>();
   run.modules.resize(r.count(29));

@@ -221,6 +221,10 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.end_array();
   w.field("ops_per_step", s.ops_per_step);
   w.field("timeline_truncated", s.timeline_truncated);
+  w.field("detail", s.detail_mode);
+  w.field("detailed_steady", static_cast<uint64_t>(s.detailed_steady));
+  w.field("estimated_steps", static_cast<uint64_t>(s.estimated_steps));
+  w.field("detail_excluded", static_cast<uint64_t>(s.detail_excluded));
   w.key("per_step").begin_array();
   for (size_t i = 0; i < s.steps.size(); i += every) {
     const Step& st = s.steps[i];
@@ -231,6 +235,9 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
     w.field("gpu_window", st.gpu_window);
     w.field("slow", slow_kind_name(st.slow));
     w.field("micro_batches", static_cast<int64_t>(st.micro_batches));
+    w.field("detailed", st.detailed);
+    w.field("detail_excluded", st.detail_excluded);
+    w.field("detail_cost_pct", 100.0 * st.detail_cost);
     write_breakdown(w, "breakdown_ms", st.breakdown, false, st.duration());
     w.end_object();
   }

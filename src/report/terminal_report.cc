@@ -201,6 +201,13 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
             ns_to_ms(g.excess_ns), ns_to_ms(s.typical_ns), 100 * g.share, phase_name(g.phase),
             g.what.empty() ? "" : "; in them: ", g.what.c_str());
   }
+  if (s.estimated_steps > 0)
+    appendf(out, "  (detail windows: operators and layers recorded in %zu steps after warm-up%s; in the %zu others "
+            "data and optimizer time measured, the rest of the breakdown estimated from the detailed ones; "
+            "--detail=full records every step)\n",
+            s.detailed_steady,
+            s.detail_excluded > 0 ? ", left out of the step times (they carry the detail's cost)" : "",
+            s.estimated_steps);
   if (!s.count_source.empty())
     appendf(out, "  (%zu steps counted by %s.step calls over the whole run; the timeline window filled up within the "
             "first of them, so the breakdown is of its %zu %s spans only)\n",

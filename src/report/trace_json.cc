@@ -247,7 +247,9 @@ Window choose_window(const StepAnalysis& sa, int64_t max_steady) {
   size_t steady = 0, last = 0;
   for (size_t i = 0; i < sa.steps.size(); ++i) {
     last = i;
-    if (sa.steps[i].steady && ++steady >= limit) break;
+    // A detailed step left out of the statistics for the detail's cost
+    // (steps.h) is shown: the window is where the operators are.
+    if ((sa.steps[i].steady || sa.steps[i].detail_excluded) && ++steady >= limit) break;
   }
   last = std::min(last, 2 * limit - 1);
   if (last + 1 >= sa.steps.size()) return w;  // the whole timeline fits

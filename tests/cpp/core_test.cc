@@ -103,6 +103,25 @@ TEST(InternCache, ReusedBufferWithNewTextGetsNewId) {
   EXPECT_EQ(interner.lookup(cache.intern(buf)), "my_scope");
 }
 
+TEST(InternCache, AnAddressHitIsConfirmedByTheWholeText) {
+  // GIVEN a name looked up by address, then the same buffer grown by one
+  // character (same address, same prefix), then shrunk back
+  StringInterner interner;
+  InternCache cache(&interner);
+  char buf[32] = "aten::add";
+  const uint32_t add = cache.intern(static_cast<const char*>(buf));
+  std::snprintf(buf, sizeof buf, "aten::add_");
+  const uint32_t add_ = cache.intern(static_cast<const char*>(buf));
+  // THEN each text has its own id, and the first comes back for the first
+  EXPECT_NE(add, add_);
+  EXPECT_EQ(interner.lookup(add_), "aten::add_");
+  std::snprintf(buf, sizeof buf, "aten::add");
+  EXPECT_EQ(cache.intern(static_cast<const char*>(buf)), add);
+  // AND the same text at another address is the same id
+  const std::string copy = "aten::add_";
+  EXPECT_EQ(cache.intern(copy.c_str()), add_);
+}
+
 TEST(InternCache, ThreadsShareIdsThroughTheGlobalInterner) {
   StringInterner interner;
   std::vector<uint32_t> seen(4);

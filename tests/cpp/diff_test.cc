@@ -90,6 +90,28 @@ TEST(Diff, TwoSamplesOfOneDistributionAreRarelyAChange) {
   EXPECT_LE(significant, 16);
 }
 
+TEST(Diff, AFindingThatFlipsWithoutAChangeIsNotedAsNearItsThreshold) {
+  // GIVEN two samples of one distribution, framework_overhead only before
+  // and gc_pauses only after
+  ProfileView b = view(steps(40, 100, 5, 7), 30);
+  ProfileView a = view(steps(40, 100, 5, 8), 30);
+  b.findings = {{"framework_overhead", "medium", "tiny", 40.0, std::nullopt}};
+  a.findings = {{"gc_pauses", "medium", "GC", std::nullopt, std::nullopt}};
+  const RunDiff d = diff_profiles(b, a);
+  ASSERT_FALSE(d.significant) << d.change_pct;
+  // THEN each is listed as it is (resolved, new) and noted as a likely
+  // threshold crossing, not a fix
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].state, FindingState::kResolved);
+  ASSERT_EQ(d.notes.size(), 2u);
+  EXPECT_EQ(d.notes[0].rfind("framework_overhead is resolved with no significant change in step time", 0), 0u) << d.notes[0];
+  EXPECT_EQ(d.notes[1].rfind("gc_pauses is new with no significant change", 0), 0u) << d.notes[1];
+  // AND a real change gets no such note
+  const RunDiff faster = diff_profiles(b, view(steps(40, 60, 5, 9), 30));
+  ASSERT_TRUE(faster.significant);
+  EXPECT_TRUE(faster.notes.empty()) << faster.notes[0];
+}
+
 TEST(Diff, ATrendInsideARunWidensTheInterval) {
   // GIVEN the same mean before and after, once as noise and once as a
   // steady climb inside each run (steps 50 .. 150 ms)

@@ -147,6 +147,41 @@ TEST(FlameJoin, OperatorsOpenAtASampleGoBelowItsPythonFrames) {
   EXPECT_EQ(root.total_ns, 150 + 300);
 }
 
+TEST(FlameJoin, SamplesOutsideDetailWindowsGoWhereTheStacksWindowedSamplesWent) {
+  // GIVEN a --detail=window run: operators recorded in [0, 1000) only; one
+  // stack sampled 4 times inside (3 in aten::mm, 1 in aten::add_) and 4
+  // times after, a second stack sampled only after
+  torchneck::Run r;
+  r.threads = {{1, "MainThread"}};
+  r.python = {fn("<module>", "train.py", 1), fn("train", "train.py", 10), fn("load", "data.py", 3)};
+  r.strings = {"aten::mm", "aten::add_"};
+  r.detail_mode = "window";
+  r.detail_spans = {{0, 1000}};
+  r.stacks.push_back({0, {0, 1}, 8, 80});
+  r.stacks.push_back({0, {0, 2}, 2, 20});
+  r.timeline = {event(0, OpKind::kOperator, 0, 100, 400, 0), event(1, OpKind::kOperator, 0, 500, 600, 0)};
+  r.samples = {{150, 0, 0, 10}, {250, 0, 0, 10}, {350, 0, 0, 10}, {550, 0, 0, 10}, {1100, 0, 0, 10},
+               {1200, 0, 0, 10}, {1300, 0, 0, 10}, {1400, 0, 0, 10}, {1500, 0, 1, 10}, {1600, 0, 1, 10}};
+  // WHEN the flame tree is built
+  const FlameNode root = build_flame(r);
+  // THEN the 4 samples after the window split 3:1 like the 4 inside
+  const std::vector<std::string> train = {"<module>", "train"};
+  EXPECT_EQ(total_at(root, train), 80);
+  EXPECT_EQ(total_at(root, {"<module>", "train", "aten::mm"}), 60);
+  EXPECT_EQ(total_at(root, {"<module>", "train", "aten::add_"}), 20);
+  EXPECT_EQ(self_at(root, train), 0);
+  EXPECT_EQ(find(root, {"<module>", "train", "aten::mm"})->samples, 6u);
+  EXPECT_EQ(find(root, {"<module>", "train", "aten::add_"})->samples, 2u);
+  // AND a stack never sampled inside a window keeps its Python path alone
+  EXPECT_EQ(self_at(root, {"<module>", "load"}), 20);
+  EXPECT_EQ(root.total_ns, 100);
+  // AND without windows (full detail) the samples after 1000 are in no operator
+  r.detail_mode = "full";
+  const FlameNode full = build_flame(r);
+  EXPECT_EQ(self_at(full, train), 40);
+  EXPECT_EQ(total_at(full, {"<module>", "train", "aten::mm"}), 30);
+}
+
 TEST(FlameJoin, EventsThatDoNotNestCountTheirUnionOnce) {
   torchneck::Run r;
   r.threads = {{7, "t"}};

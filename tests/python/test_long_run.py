@@ -1,4 +1,5 @@
-"""Long runs (issue 6): aggregates stay exact for the whole run, timelines
+"""Long runs (issue 6), with --detail=full (every operator of the run; the
+default's detail windows are test_detail_windows.py's): aggregates stay exact for the whole run, timelines
 keep a bounded window, every event left out is counted, and memory stops
 growing once the window is full. Ground truth: the workload counts its own
 aten::add calls and reads its own resident memory (/proc/self/statm)."""
@@ -17,7 +18,7 @@ def _setup_adds(tmp_path):
     (none on torch 1.13; torch 2.6 makes a few while setting up): the same
     workload profiled with no steps."""
     out = str(tmp_path / "setup")
-    r = run_tool(["-o", out, WORKLOAD, "--out", str(tmp_path / "setup.json"), "--steps", "0"])
+    r = run_tool(["-o", out, "--detail=full", WORKLOAD, "--out", str(tmp_path / "setup.json"), "--steps", "0"])
     assert r.returncode == 0, r.stderr
     return sum(o["calls"] for o in load_profile(out)["ops"] if o["name"] == "aten::add")
 
@@ -35,7 +36,7 @@ def test_event_window_bounds_memory_and_counts_every_drop(tmp_path):
     # WHEN profiled with a small timeline window (20,000 events per thread)
     out = str(tmp_path / "out")
     tn_out = tmp_path / "tn.json"
-    r = run_tool(["-o", out, "--timeline-events", "20000", WORKLOAD, "--out", str(tn_out), "--steps", str(STEPS)])
+    r = run_tool(["-o", out, "--detail=full", "--timeline-events", "20000", WORKLOAD, "--out", str(tn_out), "--steps", str(STEPS)])
     assert r.returncode == 0, r.stderr
     got = json.loads(tn_out.read_text())
     prof = load_profile(out)
@@ -57,7 +58,7 @@ def test_event_window_bounds_memory_and_counts_every_drop(tmp_path):
 def test_timeline_steps_keeps_the_first_steps_and_all_aggregates(tmp_path):
     out = str(tmp_path / "out")
     tn_out = tmp_path / "tn.json"
-    r = run_tool(["-o", out, "--timeline-steps", "50", WORKLOAD, "--out", str(tn_out), "--steps", "400"])
+    r = run_tool(["-o", out, "--detail=full", "--timeline-steps", "50", WORKLOAD, "--out", str(tn_out), "--steps", "400"])
     assert r.returncode == 0, r.stderr
     prof = load_profile(out)
     # the window closed after 50 optimizer steps (+ the one before the first)

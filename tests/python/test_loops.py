@@ -69,15 +69,17 @@ def brief(profile):
 
 
 def script_drift_pct(truth, profile):
-    """The script's own step_time_drift over the rows torchneck calls
-    typical (steady, not slow): its last third's median step over its first
-    third's, less 1, in %; None with too few rows."""
+    """The script's own step_time_drift over the rows torchneck reads the
+    trend from (steady or of a costly detail window, at its time less the
+    window's cost as torchneck measured it; not slow): its last
+    third's median step over its first third's, less 1, in %; None with too
+    few rows."""
     per_step = profile["steps"]["per_step"]
-    rows = [i for i, s in enumerate(per_step) if s.get("steady") and not s.get("slow")]
+    rows = [i for i, s in enumerate(per_step) if (s.get("steady") or s.get("detail_excluded")) and not s.get("slow")]
     k = len(rows) // 3
     if k == 0 or len(per_step) != len(truth["per_step_s"]["step"]):
         return None
-    d = [truth["per_step_s"]["step"][i] for i in rows]
+    d = [truth["per_step_s"]["step"][i] / (1 + per_step[i].get("detail_cost_pct", 0) / 100) for i in rows]
     med = lambda v: sorted(v)[len(v) // 2]
     return 100 * (med(d[-k:]) / med(d[:k]) - 1)
 
@@ -86,6 +88,16 @@ def script_drift_pct(truth, profile):
 # planted or not (seen on a loaded machine: steps ~25 % slower late in a
 # run, by the script's perf_counter as by ours); one it does not show is not.
 DRIFT_AGREE_PTS = 10.0
+# Or, for a large growth, within this share of the script's own ratio of
+# the thirds (1 + growth): the ratio of two medians of a noisy series moves
+# with one row near a median, and at a detail window's switch torchneck's
+# step boundary and the script's split ~1 ms differently (one row ~10 %
+# shorter, the next as much longer).
+DRIFT_AGREE_RATIO = 0.08
+
+
+def drift_agrees(reported, own):
+    return abs(own - reported) <= max(DRIFT_AGREE_PTS, 100 * DRIFT_AGREE_RATIO * (1 + own / 100))
 
 
 def check_common(profile, truth, planted=(), allowed=()):
@@ -112,8 +124,16 @@ def check_common(profile, truth, planted=(), allowed=()):
     if drift is not None and "step_time_drift" not in ok:
         own = script_drift_pct(truth, profile)
         reported = drift.get("growth_pct")
-        if own is not None and reported is not None and abs(own - reported) <= DRIFT_AGREE_PTS:
+        if own is not None and reported is not None and drift_agrees(reported, own):
             ok.add("step_time_drift")
+    # cpu_threads_underused follows the machine, not the loop: the loops'
+    # operators average near its 50 us mark here, and it may fire wherever
+    # torch runs fewer threads than the usable cores (torch takes 1 for
+    # this VM's 2 logical CPUs), seen in full and window runs alike; it is
+    # allowed where that premise holds, by the profile's own environment.
+    env = profile["env"]
+    if "cpu_threads_underused" in found and 0 < env["torch_threads"] < env["cpu_cores"]:
+        ok.add("cpu_threads_underused")
     extra = [(f["id"], f["severity"]) for f in profile["findings"]
              if f["severity"] in SERIOUS and f["id"] not in ok]
     assert not extra, f"{truth['shape']}: unexpected findings {extra}; all: {brief(profile)}"
@@ -247,7 +267,7 @@ def test_growing_history_is_a_step_time_drift(tmp_path):
     own = script_drift_pct(truth, profile)
     f = found["step_time_drift"]
     assert own is not None and own >= 50, f"the script's own steps grew {own} %: the shape did not plant a drift"
-    assert abs(f["growth_pct"] - own) <= DRIFT_AGREE_PTS, (
+    assert drift_agrees(f["growth_pct"], own), (
         f"step_time_drift says {f['growth_pct']:.1f} %, the script's own clock {own:.1f} % over the same steps")
     # The late steps are typical, not slow: no slow group hides the drift
     # (a loaded machine may still spike a step or two: seen in CI, one

@@ -45,7 +45,8 @@ void detect_periodic_stall(const DiagnosisInput& in, std::vector<Finding>& out) 
     f.evidence.push_back(std::to_string(g.steps.size()) + " slow steps, every " + std::to_string(g.period) +
                          " steps from step " + std::to_string(g.first + 1) + ", " + fmt_ms(g.excess_ns) +
                          " beyond a typical step (" + fmt_ms(s.typical_ns) + ") in all, of the " +
-                         fmt_ms(s.steady_ns) + " the steps after warm-up took");
+                         fmt_ms(g.over_ns) + " the steps after warm-up took" +
+                         (g.over_ns != s.steady_ns ? " (those of costly detail windows less the detail's cost)" : ""));
     f.evidence.push_back(std::string("the extra time is ") + phase_name(g.phase) + ": " + fmt_ms(g.phase_slow_ns) +
                          " in a slow step against " + fmt_ms(g.phase_typical_ns) + " in a typical one");
     if (!g.what.empty())
@@ -58,7 +59,7 @@ void detect_periodic_stall(const DiagnosisInput& in, std::vector<Finding>& out) 
       f.gain_arithmetic = "see input_bound: its estimate accounts for the workers";
     } else {
       f.estimated_gain_pct = 100.0 * g.share;
-      f.gain_arithmetic = "the slow steps' extra " + fmt_ms(g.excess_ns) + " / the steps' " + fmt_ms(s.steady_ns) +
+      f.gain_arithmetic = "the slow steps' extra " + fmt_ms(g.excess_ns) + " / the steps' " + fmt_ms(g.over_ns) +
                           " (upper bound: the stall hidden or made rare)";
     }
     f.numbers = {{"period_steps", g.period}, {"share_pct", 100.0 * g.share}};

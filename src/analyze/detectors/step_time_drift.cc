@@ -59,9 +59,17 @@ Third third(std::vector<double> v) {
 void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out) {
   const StepAnalysis& s = in.steps;
   // Typical steps only: slow steps have causes of their own (periodic_stall).
+  // And the steps of costly detail windows, left out of the step times, at
+  // their time less the window's measured cost (steps.h,
+  // Step::undetailed_ns): without them a short run loses its early steps to
+  // the first windows, and the trend is read over its second half only.
   std::vector<double> d;
+  size_t corrected = 0;
   for (const Step& st : s.steps)
-    if (st.steady && st.slow == SlowKind::kNone) d.push_back(static_cast<double>(st.duration()));
+    if ((st.steady || st.detail_excluded) && st.slow == SlowKind::kNone) {
+      d.push_back(static_cast<double>(st.undetailed_ns()));
+      corrected += st.detail_excluded ? 1 : 0;
+    }
   if (d.size() < kMinSteps) return;
   const size_t k = d.size() / 3;
   const Third first = third({d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k)});
@@ -83,7 +91,10 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
   f.title = "Steps get slower over the run: the last third " + fmt_pct(growth) + " slower than the first";
   f.evidence.push_back("typical steps (" + std::to_string(d.size()) + "): the first " + std::to_string(k) +
                        " take " + fmt_ms(static_cast<int64_t>(first.median)) + " (median), the last " + std::to_string(k) +
-                       " " + fmt_ms(static_cast<int64_t>(last.median)));
+                       " " + fmt_ms(static_cast<int64_t>(last.median)) +
+                       (corrected > 0 ? " (" + std::to_string(corrected) +
+                                            " of them detailed, at their time less the detail's measured cost)"
+                                      : std::string()));
   f.evidence.push_back("the difference of their means is " +
                        std::to_string(static_cast<int>((last.mean - first.mean) / std::max(se, 1.0))) +
                        " standard errors, and step time rises with the step (rank correlation " +

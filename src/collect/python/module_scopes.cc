@@ -19,6 +19,7 @@
 
 #include "collect/python/py_names.h"
 #include "core/clock.h"
+#include "core/detail_window.h"
 #include "core/event_buffer.h"
 #include "core/flat_map.h"
 #include "core/threads.h"
@@ -61,6 +62,10 @@ ThreadEvents* thread_events() {
 
 void record(PyObject* module, uint8_t is_exit) {
   if (g_scopes == nullptr || !g_scopes->active) return;
+  // Outside detail windows (core/detail_window.h) module calls are not
+  // recorded: their backward half, from the operator observer, is not
+  // either, and the layers table is over the detailed steps.
+  if (!detail_window().on.load(std::memory_order_relaxed)) return;
   const int64_t t = now_ns();
   const auto key = reinterpret_cast<uint64_t>(module);
   uint32_t id = g_scopes->index.find(key);
@@ -198,6 +203,7 @@ bool register_hooks(bool compile_safe) {
 // for the rest of the run. (torch._dynamo.optimize called directly is not
 // seen: its graphs still break at our hooks.)
 PyObject* switch_to_compile_safe(PyObject*, PyObject*) {
+  if (g_scopes != nullptr && g_scopes->active) detail_window().keep_on.store(true, std::memory_order_relaxed);
   if (g_scopes != nullptr && g_scopes->active && !g_scopes->compile_safe) {
     remove_hooks();
     if (!register_hooks(true)) {  // the C hooks back: layers stay, graphs break
@@ -360,6 +366,42 @@ void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods) {
 
 }  // namespace
 
+namespace {
+
+// Whether this thread is inside nn.Module._call_impl: torch 1.x iterates
+// the global hook dicts lazily there, and a hook removed or added meanwhile
+// would raise "dictionary changed size during iteration" in the script.
+bool inside_module_call() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  bool inside = false;
+  while (frame != nullptr && !inside) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    inside = PyUnicode_CompareWithASCIIString(code->co_name, "_call_impl") == 0;
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or NULL
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return inside;
+}
+
+int sync_pending(void*) {
+  sync_module_scopes_with_detail();
+  return 0;
+}
+
+// Detail switched at a step boundary, in an operator callback that may run
+// without the GIL (torch releases it around an operator called from
+// Python): the main thread syncs the hooks the next time it runs Python,
+// before the next step's forward. (In torch >= 2 the optimizer's step
+// post-hooks, the launcher's other sync, run inside the Optimizer.step
+// scope, before its end is the boundary.)
+void schedule_sync() { Py_AddPendingCall(&sync_pending, nullptr); }
+
+}  // namespace
+
 bool start_module_scopes(const ModuleScopeOptions& options, std::string* error) {
   if (g_scopes != nullptr && g_scopes->active) {
     *error = "module scopes are already being recorded";
@@ -377,14 +419,28 @@ bool start_module_scopes(const ModuleScopeOptions& options, std::string* error) 
   }
   g_scopes->active = true;
   stand_in_for_torch_compile();
+  detail_window().on_change.store(&schedule_sync, std::memory_order_release);
   return true;
 }
 
 void stop_module_scopes() {
   if (g_scopes == nullptr) return;
   g_scopes->active = false;
+  detail_window().on_change.store(nullptr, std::memory_order_release);
   remove_hooks();
   restore_torch_compile();
+}
+
+void sync_module_scopes_with_detail() {
+  if (g_scopes == nullptr || !g_scopes->active || g_scopes->compile_safe) return;
+  const bool on = detail_window().on.load(std::memory_order_relaxed);
+  if (on == !g_scopes->handles.empty() || inside_module_call()) return;  // else the next step's sync
+  if (!on) {
+    remove_hooks();
+  } else if (!register_hooks(false)) {
+    PyErr_Clear();
+    remove_hooks();
+  }
 }
 
 void snapshot_module_scopes(Run& run) {

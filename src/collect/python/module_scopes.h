@@ -22,6 +22,13 @@ struct ModuleScopeOptions {
 bool start_module_scopes(const ModuleScopeOptions& options, std::string* error);
 // Caller holds the GIL.
 void stop_module_scopes();
+// Caller holds the GIL; at a step boundary (the launcher's optimizer-step
+// listener). The hooks follow the detail window (core/detail_window.h):
+// removed while detail is off, registered again when it is back on. Global
+// hooks send every module call down nn.Module._call_impl's slow path even
+// when they record nothing. Once the script called torch.compile they stay
+// (Dynamo's guards see global hooks: toggling them would recompile).
+void sync_module_scopes_with_detail();
 // Caller holds the GIL: fills run.modules and run.module_events (sorted by
 // time), adds drops to run.dropped_module_events, releases the modules.
 void collect_module_scopes(Run& run);

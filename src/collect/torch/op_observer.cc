@@ -7,6 +7,14 @@
 //   shapes FUNCTION only, sampled (shape_sample_prob), needsInputs: reads the
 //          input shapes and dtypes into a short signature, counted per op.
 //
+// main is registered twice: once for USER_SCOPE (light: always on), once for
+// the other scopes (detail). With --detail=window the detail callbacks and
+// shapes are enabled only in detail windows (core/detail_window.h): torch's
+// RecordFunction costs ~0.2 us per operator as soon as any callback wants
+// operators, so switching them off between windows is what makes a model of
+// many small operators cheap to profile; user scopes (steps, DataLoader
+// fetches, collectives' Works) stay observed for the whole run.
+//
 // Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
 // ObserverContext (start callbacks return nullptr), names interned through a
 // per-thread InternCache. Allocation happens only when a thread sees its
@@ -54,8 +62,14 @@ namespace torchneck {
 namespace op_observer_detail {
 
 namespace {
-void lock_observer() { observer().mu.lock(); }
-void unlock_observer() { observer().mu.unlock(); }
+void lock_observer() {
+  observer().mu.lock();
+  observer().detail_mu.lock();  // the order stop and collect take them in
+}
+void unlock_observer() {
+  observer().detail_mu.unlock();
+  observer().mu.unlock();
+}
 }  // namespace
 
 Observer& observer() {
@@ -186,6 +200,35 @@ inline int64_t thread_cpu_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// A step ended: the detail policy decides whether the next one is
+// detailed, and the detail callbacks are switched to match. Once per step.
+void detail_boundary(int64_t end_ns, uint32_t name_id) {
+  Observer& o = observer();
+  if (!o.options.detail_windows) return;  // written at start only, as the other options
+  std::lock_guard<std::mutex> lock(o.detail_mu);
+  if (!g_enabled.load(std::memory_order_relaxed)) return;  // stop removed the callbacks
+  // ProfilerStep#N is one scope per iteration, a new name each time.
+  if (StringInterner::global().lookup(name_id).rfind("ProfilerStep#", 0) != 0) {
+    if (o.detail_pace_name == UINT32_MAX) o.detail_pace_name = name_id;
+    if (name_id != o.detail_pace_name) return;
+  }
+  const bool on = o.policy.on_boundary(end_ns) || detail_window().keep_on.load(std::memory_order_relaxed);
+  if (on == o.detail_on) return;
+  for (at::CallbackHandle h : {o.main_handle, o.shape_handle}) {
+    if (h == at::INVALID_CALLBACK_HANDLE) continue;
+    if (on) at::reenableCallback(h);
+    else at::disableCallback(h);
+  }
+  if (on) {
+    o.detail_since_ns = end_ns;
+  } else {
+    o.detail_spans.emplace_back(o.detail_since_ns, end_ns);
+  }
+  o.detail_on = on;
+  detail_window().on.store(on, std::memory_order_relaxed);
+  if (void (*changed)() = detail_window().on_change.load(std::memory_order_acquire)) changed();
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   ThreadState* st = enter();
   if (st == nullptr) return nullptr;
@@ -258,7 +301,10 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   TimelineWindow& window = timeline_window();
   if (window.open()) st->timeline.append(ev);
   else st->timeline.drop();
-  if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) window.boundary(end_ns);
+  if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) {
+    window.boundary(end_ns);
+    detail_boundary(end_ns, f.name_id);
+  }
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
     st->fetch_ns += total;
@@ -416,14 +462,26 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.fetch_cpu_ns = 0;
 }
 
+std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now) {
+  std::lock_guard<std::mutex> lock(o.detail_mu);
+  std::vector<std::pair<int64_t, int64_t>> spans = o.detail_spans;
+  if (o.detail_on && now >= 0) spans.emplace_back(o.detail_since_ns, now);
+  return spans;
+}
+
 void stop_locked(Observer& o) {
   if (!o.installed) return;
   g_enabled.store(false, std::memory_order_seq_cst);
-  at::removeCallback(o.main_handle);
-  if (o.shape_handle != at::INVALID_CALLBACK_HANDLE) {
-    at::removeCallback(o.shape_handle);
+  {
+    // Not while a step boundary switches them; released before the wait
+    // below, which may wait for that very thread.
+    std::lock_guard<std::mutex> lock(o.detail_mu);
+    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
+      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+    o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+    if (o.detail_on) o.detail_spans.emplace_back(o.detail_since_ns, now_ns());
+    o.detail_on = false;
   }
-  o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
   // A thread that raised `busy` before seeing the flag finishes its event;
   // one that raises it later sees the flag and backs out.
   for (const auto& st : o.threads) {
@@ -454,13 +512,24 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     reset_thread(*st, options.timeline_events_per_thread);
   }
   reset_collectives(o.collectives);
+  {
+    std::lock_guard<std::mutex> detail_lock(o.detail_mu);
+    o.policy = DetailPolicy(options.detail);
+    o.detail_on = true;  // detail from the start: set-up and warm-up steps
+    o.detail_since_ns = now_ns();
+    o.detail_pace_name = UINT32_MAX;
+    detail_window().keep_on.store(false, std::memory_order_relaxed);
+    o.detail_spans.clear();
+    detail_window().on.store(true, std::memory_order_relaxed);
+  }
   g_enabled.store(true, std::memory_order_seq_cst);
   try {
+    o.light_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
     o.main_handle = at::addGlobalCallback(
         at::RecordFunctionCallback(&on_start, &on_end)
             .scopes({at::RecordScope::FUNCTION,
                      at::RecordScope::BACKWARD_FUNCTION,
-                     at::RecordScope::USER_SCOPE,
                      at::RecordScope::TORCHSCRIPT_FUNCTION}));
     if (options.shape_sample_prob > 0.0 && options.max_shapes_per_op > 0) {
       o.shape_handle = at::addGlobalCallback(
@@ -471,10 +540,9 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     }
   } catch (const std::exception& e) {
     g_enabled.store(false, std::memory_order_seq_cst);
-    if (o.main_handle != at::INVALID_CALLBACK_HANDLE) {
-      at::removeCallback(o.main_handle);
-    }
-    o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+    for (at::CallbackHandle h : {o.light_handle, o.main_handle})
+      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+    o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
     return fail(std::string("cannot install the RecordFunction observer: ") +
                 e.what());
   }
@@ -488,6 +556,14 @@ void stop_op_observer() {
   stop_locked(o);
 }
 
+void* open_user_scope(const char* name) {
+  auto* scope = new at::RecordFunction(at::RecordScope::USER_SCOPE);
+  if (scope->isActive()) scope->before(name);
+  return scope;
+}
+
+void close_user_scope(void* scope) { delete static_cast<at::RecordFunction*>(scope); }  // its destructor ends it
+
 void discard_op_observer() {
   Observer& o = observer();
   std::lock_guard<std::mutex> lock(o.mu);
@@ -495,11 +571,12 @@ void discard_op_observer() {
   // our callbacks: flags copied from other threads of the parent are stale,
   // so no waiting for them (it would never end).
   g_enabled.store(false, std::memory_order_seq_cst);
-  if (o.installed) {
-    at::removeCallback(o.main_handle);
-    if (o.shape_handle != at::INVALID_CALLBACK_HANDLE) at::removeCallback(o.shape_handle);
-  }
-  o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  if (o.installed)
+    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
+      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+  o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  o.detail_on = false;
+  o.detail_spans.clear();
   o.installed = false;
   for (const auto& st : o.threads) {
     st->busy.store(0);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "core/detail_window.h"
 #include "model/run.h"
 
 namespace torchneck {
@@ -19,6 +20,11 @@ struct OpObserverOptions {
   double shape_sample_prob = 0.05;
   // Distinct shape signatures kept per operator and thread.
   size_t max_shapes_per_op = 8;
+  // --detail=window (true): operators, backward nodes and shapes only in
+  // detail windows (core/detail_window.h), user scopes throughout;
+  // --detail=full (false): everything throughout.
+  bool detail_windows = false;
+  DetailPolicyOptions detail;
 };
 
 // Installs the observer. Returns false and sets *error when it cannot.
@@ -58,6 +64,13 @@ void collect_op_observer(Run& run);
 // and leaves such a thread out with a note. Returns false when the observer
 // is not running or its registry could not be had within wait_ns.
 bool snapshot_op_observer(Run& run, int64_t wait_ns);
+
+// A user scope through torch's RecordFunction, so that every observer sees
+// it (ours, torch.profiler's): open returns a handle for close, which must
+// be called on the same thread. Unlike Python's record_function, it makes
+// no tensor (torch 1.13's makes one per scope, three operators).
+void* open_user_scope(const char* name);
+void close_user_scope(void* scope);
 
 // Stops the observer and drops every thread's data without merging it (a
 // forked DataLoader worker drops what it inherited from its parent).

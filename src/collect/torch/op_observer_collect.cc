@@ -111,6 +111,8 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
             timeline_order);
   add_collectives(run, o.collectives);
   run.dropped_events += dropped;
+  run.detail_mode = o.options.detail_windows ? "window" : "full";
+  run.detail_spans = detail_spans_of(o, now_ns());
   if (missed > 0)
     run.notes.push_back("operator observer: " + std::to_string(missed) +
                         " threads were inside a callback when this snapshot was taken and are left out of it");
@@ -143,6 +145,8 @@ void collect_op_observer(Run& run) {
   std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
   run.dropped_events += dropped;
   add_collectives(run, o.collectives);
+  run.detail_mode = o.options.detail_windows ? "window" : "full";
+  run.detail_spans = detail_spans_of(o, -1);  // stop closed the last one
   if (unfinished > 0) {
     run.notes.push_back(
         "operator observer: " + std::to_string(unfinished) +

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collect/torch/op_observer.h"
+#include "core/detail_window.h"
 #include "core/event_buffer.h"
 #include "core/interner.h"
 #include "model/collectives.h"
@@ -156,9 +157,24 @@ struct Observer {
   std::mutex mu;  // registration (once per thread), start, stop, collect
   std::vector<std::unique_ptr<ThreadState>> threads;
   OpObserverOptions options;
+  // user scopes: always on while the observer runs
+  at::CallbackHandle light_handle = at::INVALID_CALLBACK_HANDLE;
+  // operators, backward nodes, TorchScript: on in detail windows only
   at::CallbackHandle main_handle = at::INVALID_CALLBACK_HANDLE;
   at::CallbackHandle shape_handle = at::INVALID_CALLBACK_HANDLE;
   bool installed = false;
+  // Detail windows (core/detail_window.h): the policy, fed at each step
+  // boundary by the thread that ends it, and the spans detail was on, under
+  // detail_mu (taken once per step boundary, and by stop and collect).
+  std::mutex detail_mu;
+  DetailPolicy policy;
+  bool detail_on = true;  // main_handle and shape_handle are enabled
+  int64_t detail_since_ns = 0;
+  // The boundary scope's name that paces the policy: the first one seen.
+  // With two optimizers stepped per iteration (Adam.step, then SGD.step),
+  // the policy counts iterations, not optimizer calls.
+  uint32_t detail_pace_name = UINT32_MAX;
+  std::vector<std::pair<int64_t, int64_t>> detail_spans;  // closed spans
 };
 
 // The one observer (leaked: late callbacks may still look).
@@ -166,6 +182,9 @@ Observer& observer();
 // Removes the callbacks and waits until no thread is inside one. With
 // observer().mu held.
 void stop_locked(Observer& o);
+// The detail spans so far, the one still open ending at now_ns (-1: still
+// open is left out).
+std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now_ns);
 enum : uint8_t { kNotCollective = 0, kCollectiveWork = 1, kUnclassified = 2, kCollectiveOp = 3 };
 
 // What a name is to the collectives, classified once per name and thread:

@@ -1,0 +1,174 @@
+// Detail windows (--detail=window, the default; docs/overhead.md): when the
+// operator detail (every torch operator and backward node as an event, the
+// nn.Module scopes, the sampled input shapes) is recorded, and when only the
+// cheap skeleton is (the user scopes: optimizer steps, DataLoader fetches,
+// collectives' Works; the Python sampler; memory).
+//
+// The per-operator callbacks cost what torch's RecordFunction machinery
+// costs once any callback is registered for operators (~0.2 us per operator
+// here, before ours runs), so on a model of many small operators they cannot
+// stay on for the whole run within a few percent. Detail is on from the
+// start (set-up and warm-up steps) through `window` steady steps, then off;
+// the policy then measures what the detail cost — the median of the
+// window's last `window` steps against the light steps' that follow — and
+// reopens a window of `window` steps every `period` steps, with period
+// chosen so that the
+// detail costs about `budget` of the run: a model of large operators, whose
+// detail costs less than the budget, stays detailed, but for the light
+// steps of a probe now and then (after 20 detailed steps, then 40, ...).
+//
+// The policy (DetailPolicy) is plain code, tested on its own; the switch
+// (DetailWindow) is the one flag the collectors read.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace torchneck {
+
+struct DetailPolicyOptions {
+  // Steps before the first window that are always detailed: the first
+  // steps are slow (allocations, lazy initialisation, autotuning) and their
+  // detail explains that; they are left out of the overhead measurement.
+  int64_t warmup_steps = 2;
+  // Steady steps per window: as many as the GPU window and trace.json show
+  // by default (--gpu-steps, --trace-steps), so both fall inside it.
+  int64_t window_steps = 5;
+  // Light steps measured before the cost of the detail is estimated: the
+  // median of three is robust to one slow step.
+  int64_t light_probe_steps = 3;
+  // The share of the run's time the detail may cost: the budget
+  // is "a few percent" for the whole profiler, of which the sampler and
+  // the skeleton take about one.
+  double budget = 0.02;
+  // Detail found within the budget stays on, but is measured again after
+  // this many detailed steps, then after twice as many each time it stays
+  // within (up to max_recheck_steps): a probe of three steps on a noisy
+  // machine can find a costly detail cheap (seen: tiny_ops' +50 % measured
+  // as under 2 % once), and the probes' light steps cost nothing.
+  int64_t recheck_steps = 20;
+  int64_t max_recheck_steps = 640;
+};
+
+// Decides, at each step boundary, whether the next step is detailed.
+class DetailPolicy {
+ public:
+  explicit DetailPolicy(DetailPolicyOptions o = {}) : o_(o) {}
+
+  // A step ended at t_ns (a boundary: Optimizer.step / ProfilerStep end).
+  // Returns whether detail is on for the step that starts now.
+  bool on_boundary(int64_t t_ns) {
+    const int64_t d = last_ns_ > 0 ? t_ns - last_ns_ : -1;
+    last_ns_ = t_ns;
+    ++steps_;
+    if (on_) {
+      ++in_window_;
+      // The warm-up steps and the first step of a reopened window (which
+      // may still carry the switch) are not measured.
+      if (d > 0 && in_window_ > first_measured()) detailed_.push_back(d);
+      if (in_window_ >= first_measured() + (continuous_ ? recheck_ : o_.window_steps)) {
+        on_ = false;
+        ++windows_;
+        light_.clear();
+      }
+      return on_;
+    }
+    if (d > 0) light_.push_back(d);
+    if (static_cast<int64_t>(light_.size()) == o_.light_probe_steps) decide_period();
+    if (period_ > 0 && steps_ - window_start_ >= period_) open();
+    return on_;
+  }
+
+  bool on() const { return on_; }
+  // The cost of the detail last measured (detailed over light median - 1),
+  // NaN until measured; the period chosen from it (0: not yet).
+  double measured_cost() const { return cost_; }
+  int64_t period() const { return period_; }
+  // Detail found within the budget at the last probe: on, rechecked later.
+  bool continuous() const { return continuous_; }
+  int64_t steps() const { return steps_; }
+
+ private:
+  int64_t first_measured() const { return windows_ == 0 ? o_.warmup_steps : 1; }
+
+  static int64_t median(std::vector<int64_t> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+
+  void decide_period() {
+    if (detailed_.empty()) {  // the window had no measurable step: try again after a short gap
+      period_ = steps_ - window_start_ + o_.window_steps;
+      return;
+    }
+    // The window's last steps only, those next to the light steps: in a
+    // long window (a recheck's 20 steps and more), a trend in the step time
+    // (state that grows) would otherwise be taken for the detail's cost,
+    // or hide it (seen: growing_history's +20 % measured as within 2 %).
+    if (static_cast<int64_t>(detailed_.size()) > o_.window_steps)
+      detailed_.erase(detailed_.begin(), detailed_.end() - static_cast<std::ptrdiff_t>(o_.window_steps));
+    const double det = static_cast<double>(median(detailed_));
+    const double light = static_cast<double>(median(light_));
+    cost_ = light > 0 ? std::max(0.0, det / light - 1.0) : 0.0;
+    detailed_.clear();
+    if (cost_ <= o_.budget) {
+      // Detail costs less than the budget: keep it on, and measure it again
+      // later, less often each time it is found cheap.
+      recheck_ = continuous_ ? std::min(2 * recheck_, o_.max_recheck_steps) : o_.recheck_steps;
+      continuous_ = true;
+      period_ = 0;
+      open();
+      return;
+    }
+    continuous_ = false;
+    const double p = std::ceil(static_cast<double>(o_.window_steps) * cost_ / o_.budget);
+    period_ = std::max<int64_t>(static_cast<int64_t>(p), first_measured() + o_.window_steps + o_.light_probe_steps);
+  }
+
+  void open() {
+    on_ = true;
+    in_window_ = 0;
+    window_start_ = steps_;
+  }
+
+  DetailPolicyOptions o_;
+  bool on_ = true;
+  bool continuous_ = false;
+  int64_t last_ns_ = 0;
+  int64_t steps_ = 0;
+  int64_t in_window_ = 0;
+  int64_t windows_ = 0;       // windows closed so far
+  int64_t window_start_ = 0;  // steps_ when the current (or last) window opened
+  int64_t period_ = 0;
+  int64_t recheck_ = 0;  // while continuous_: detailed steps before the next probe
+  double cost_ = NAN;
+  std::vector<int64_t> detailed_;
+  std::vector<int64_t> light_;
+};
+
+// The switch the collectors read on their hot paths (a relaxed load): on
+// while detail is recorded. With --detail=full it stays on.
+struct DetailWindow {
+  std::atomic<bool> on{true};
+  // Called after each switch, at the step boundary that made it (from the
+  // operator observer's callback, any thread, maybe without the GIL): the
+  // nn.Module scopes schedule their hooks' removal or return
+  // (collect/python/module_scopes.cc). Null when nothing follows.
+  std::atomic<void (*)()> on_change{nullptr};
+  // Set when the script calls torch.compile (module_scopes.cc): detail is
+  // on from the next boundary to the end, as with --detail=full; the
+  // compiled regions are counted per call from the module hooks, which
+  // stay registered for Dynamo's sake anyway.
+  std::atomic<bool> keep_on{false};
+};
+
+inline DetailWindow& detail_window() {
+  static DetailWindow w;
+  return w;
+}
+
+}  // namespace torchneck

@@ -1,0 +1,123 @@
+"""Detail windows (--detail=window, the default; docs/overhead.md) against
+--detail=full on every bundled example: each run is compared with the
+script's own clock in that same run (examples/ground_truth.py: five
+perf_counter reads per step), and the window run's error must be within
+2 percentage points of the full run's, phase by phase; steps are counted
+exactly, and the top layer is the same."""
+
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, load_profile, run_tool
+
+EXAMPLES = os.path.join(ROOT, "examples")
+# Steps per example: enough that the windows close on the examples whose
+# detail costs more than the budget (tiny_ops, cnn); tiny_ops runs two
+# windows (one every ~125 steps), so that its estimate rests on ten
+# detailed steps, not five, and its full run keeps every step's events
+# (~4900 a step) in a larger timeline.
+STEPS = {"input_bound_sleep": 40, "input_bound_python": 120, "heavy_linear": 30, "tiny_ops": 200, "cnn": 80}
+EXTRA = {"tiny_ops": ["--timeline-events=1200000"]}
+# The script's phase for each of ours.
+PHASES = {"data": "data_wait", "forward": "forward", "backward": "backward", "optimizer": "optimizer"}
+# Where one layer dominates by construction: the top leaf must not depend
+# on the detail mode (tiny_ops has 48 identical blocks; cnn's top leaf
+# changes between two full-detail runs already).
+TOP_LAYER = ("heavy_linear",)
+# Percentage points by which the window run's error may exceed the full
+# run's, on every example (the issue's target).
+TOLERANCE_PP = 2.0
+
+
+def profile(example, tmp_path, mode, steps=None):
+    out = str(tmp_path / mode)
+    truth_file = str(tmp_path / f"truth-{mode}.json")
+    r = run_tool(["--detail=" + mode, *EXTRA.get(example, []), "-o", out, os.path.join(EXAMPLES, example + ".py"),
+                  "--steps", str(steps or STEPS[example]), "--ground-truth", truth_file])
+    assert r.returncode == 0, r.stderr
+    with open(truth_file) as f:
+        truth = json.load(f)
+    return load_profile(out), truth
+
+
+def phase_errors(p, truth):
+    """Our share of each phase minus the script's, in percentage points,
+    over the steps we call steady."""
+    steps = p["steps"]["per_step"]
+    per = truth["per_step_s"]
+    assert len(steps) == len(per["step"]), "step boundaries differ from the script's iterations"
+    keep = [i for i, s in enumerate(steps) if s["steady"]]
+    total = sum(per["step"][i] for i in keep)
+    return {ours: p["steps"]["breakdown_pct"][ours] - 100 * sum(per[theirs][i] for i in keep) / total
+            for ours, theirs in PHASES.items()}
+
+
+def top_leaf(p):
+    leaves = [l for l in p["layers"] if l["leaf"]]
+    return max(leaves, key=lambda l: l["forward_ms"] + l["backward_ms"])["name"]
+
+
+@pytest.mark.parametrize("example", sorted(STEPS))
+def test_windowed_figures_match_full_detail_against_the_scripts_clock(example, tmp_path):
+    full, full_truth = profile(example, tmp_path, "full")
+    window, window_truth = profile(example, tmp_path, "window")
+    assert full["steps"]["detail"] == "full" and window["steps"]["detail"] == "window"
+    # Steps: every one counted and timed, in both.
+    for p, truth in ((full, full_truth), (window, window_truth)):
+        assert p["steps"]["count"] == truth["steps"] == STEPS[example]
+    # The breakdown: the window run errs from its script's clock by what
+    # the full run errs from its own, within 2 percentage points.
+    e_full, e_window = phase_errors(full, full_truth), phase_errors(window, window_truth)
+    for phase in PHASES:
+        assert abs(e_window[phase] - e_full[phase]) <= TOLERANCE_PP, (
+            f"{phase}: window {e_window[phase]:+.1f} pp from the script's clock, full {e_full[phase]:+.1f} pp")
+    if example in TOP_LAYER:
+        assert top_leaf(window) == top_leaf(full)
+    if example == "heavy_linear":
+        assert top_leaf(window) == window_truth["layer"]["name"]
+
+
+def test_costly_detail_is_windowed_and_its_steps_estimated(tmp_path):
+    # tiny_ops' detail costs far more than the 2 % budget: after the first
+    # window, only some steps are detailed, the others estimated. (The
+    # policy measures that cost on three light steps: on a machine whose
+    # steps vary as much as the detail costs, seen once in the torch 2.6
+    # environment, it may keep detail on after them; the light probe steps
+    # are estimated either way.)
+    window, truth = profile("tiny_ops", tmp_path, "window", steps=400)
+    s = window["steps"]
+    assert s["count"] == truth["steps"]
+    assert 3 <= s["estimated_steps"] < s["count"]
+    assert s["detailed_steady"] >= 5
+    detailed = [st for st in s["per_step"] if st["detailed"]]
+    assert len(detailed) + s["estimated_steps"] == s["in_window"]
+    # the operator counts per step are the detailed steps', not diluted by
+    # the undetailed ones
+    assert s["ops_per_step"] > 1000
+
+
+def test_module_hooks_are_registered_only_for_detailed_steps(tmp_path):
+    # Between windows the global module hooks are removed (they would send
+    # every module call down nn.Module._call_impl's slow path): the script
+    # reads torch's own hook dict before each forward.
+    seen = tmp_path / "hooks.json"
+    out = str(tmp_path / "o")
+    r = run_tool(["--detail=window", "-o", out, os.path.join(ROOT, "tests", "python", "scripts", "detail_hooks.py"),
+                  str(seen), "400"])
+    assert r.returncode == 0, r.stderr
+    hooks = json.loads(seen.read_text())
+    detailed = [st["detailed"] for st in load_profile(out)["steps"]["per_step"]]
+    assert len(hooks) == len(detailed) == 400
+    assert 0 < sum(detailed) < 400, "the windows did not close: nothing to compare"
+    assert [n > 0 for n in hooks] == detailed
+
+
+def test_detail_needs_the_operator_observer(tmp_path):
+    r = run_tool(["--no-ops", "--detail=full", "-o", str(tmp_path / "o"), os.path.join(EXAMPLES, "tiny_ops.py")])
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0
+    assert "--detail conflicts with --no-ops" in r.stderr
+    r = run_tool(["--detail=some", "-o", str(tmp_path / "o"), os.path.join(EXAMPLES, "tiny_ops.py")])
+    assert r.returncode == 2 and "--detail must be auto, window or full" in r.stderr
