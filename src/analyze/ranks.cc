@@ -99,6 +99,29 @@ std::vector<Interval> own_work(const Run& run, int64_t offset) {
   return unite(std::move(busy));
 }
 
+// The main thread's step clocks (Run::step_clocks), by time.
+std::vector<StepClock> main_clocks(const Run& run) {
+  std::vector<StepClock> v;
+  for (const StepClock& c : run.step_clocks)
+    if (c.thread_index == run.main_thread) v.push_back(c);
+  std::sort(v.begin(), v.end(), [](const StepClock& x, const StepClock& y) { return x.t_ns < y.t_ns; });
+  return v;
+}
+
+// A cumulative clock of V (StepClock::*FIELD) at time t, linear between the
+// boundaries around it (exact at a boundary); -1 outside them or unknown.
+double clock_at(const std::vector<StepClock>& v, int64_t t, int64_t StepClock::*field) {
+  auto hi = std::lower_bound(v.begin(), v.end(), t, [](const StepClock& c, int64_t x) { return c.t_ns < x; });
+  if (hi == v.end()) return -1;
+  if (hi->t_ns == t) return (*hi).*field < 0 ? -1 : static_cast<double>((*hi).*field);
+  if (hi == v.begin()) return -1;
+  const StepClock& a = *(hi - 1);
+  const StepClock& b = *hi;
+  if (a.*field < 0 || b.*field < 0) return -1;
+  const double f = static_cast<double>(t - a.t_ns) / static_cast<double>(b.t_ns - a.t_ns);
+  return static_cast<double>(a.*field) + f * static_cast<double>(b.*field - a.*field);
+}
+
 }  // namespace
 
 double median_value(std::vector<double> v) {
@@ -125,6 +148,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     if (run.run.main_thread_runqueue_s >= 0 && run.run.wall_s > 0)
       s.runqueue_share = run.run.main_thread_runqueue_s / run.run.wall_s;
     s.end_unix_s = run.run.start_unix_s + run.run.wall_s;
+    s.device_work = run.gpu_window.state == "recorded" || run.collectives_on_device || !run.activities.devices.empty();
     s.collectives = run.collectives.size();
     for (const CollectiveEvent& c : run.collectives) s.collective_bytes += std::max<int64_t>(0, c.bytes);
     names[r] = by_name(run);
@@ -270,9 +294,19 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     const std::vector<Interval> wait = unite(waits[r]);
     const std::vector<Interval> comm = unite(comms[r]);
     RankSummary& s = a.ranks[r];
-    double step = 0, data = 0, w = 0, all = 0;
+    double step = 0, data = 0, w = 0, all = 0, cpu = 0, runqueue = 0;
+    bool cpu_known = true, runqueue_known = true;
+    const std::vector<StepClock> clocks = main_clocks(run);
     for (size_t i : compared) {
       const Step& st = steps[r]->steps[i];
+      const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
+      const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
+      const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
+      const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
+      cpu_known = cpu_known && c0 >= 0 && c1 >= 0;
+      runqueue_known = runqueue_known && q0 >= 0 && q1 >= 0;
+      cpu += c1 - c0;
+      runqueue += q1 - q0;
       const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
       step += static_cast<double>(st.duration());
       data += static_cast<double>(st.breakdown[Phase::kData]);
@@ -286,6 +320,8 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     s.wait_ns = w / k;
     s.transfer_ns = std::max(0.0, all - w) / k;
     s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
+    if (cpu_known) s.cpu_ns = cpu / k;
+    if (runqueue_known) s.runqueue_ns = runqueue / k;
   }
   return a;
 }

@@ -34,6 +34,13 @@ struct RankSummary {
   double wait_ns = 0;       // in collectives, waiting for the last rank to arrive, not overlapped
   double transfer_ns = 0;   // in collectives after every rank arrived, not overlapped
   double runqueue_share = -1;  // of the run, its main thread waited for a CPU (schedstat); -1 unknown
+  // Per compared step, its main thread's CPU time and its wait for a CPU
+  // (Run::step_clocks), -1 unknown: what of its own time was computing.
+  double cpu_ns = -1;
+  double runqueue_ns = -1;
+  // It ran device work (a GPU window, device collectives): its main
+  // thread's CPU time is not all of its compute.
+  bool device_work = false;
   double last_share = 0;       // of the matched collectives, the share it arrived last at
   double end_unix_s = 0;       // when its run ended (wall clock)
   uint64_t collectives = 0;    // collectives it started (all, not only in the steps)

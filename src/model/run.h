@@ -298,6 +298,19 @@ struct NvmlSample {
   int64_t power_mw = -1;
 };
 
+// A thread's clocks at the end of a step (a step boundary it ended:
+// Optimizer.step, ProfilerStep), on the clock of OpEvent: its CPU time and
+// its time runnable but waiting for a CPU, cumulative (Linux schedstat;
+// runqueue_ns -1 where unreadable). The difference of two tells how a
+// step's wall time split into computing, waiting for a core, and neither
+// (blocked: a lock, I/O, a device; or a slower core).
+struct StepClock {
+  int64_t t_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t runqueue_ns = -1;
+  uint32_t thread_index = 0;
+};
+
 struct Run {
   RunInfo run;
   EnvFacts env;
@@ -320,6 +333,9 @@ struct Run {
   // "" for a run without the operator observer (an ingested trace, --no-ops).
   std::string detail_mode;
   std::vector<std::pair<int64_t, int64_t>> detail_spans;  // by time, [start, end)
+  // At each step boundary, the ending thread's clocks (bounded: thinned to
+  // every 2nd, 4th, ... boundary in a long run); by thread, then time.
+  std::vector<StepClock> step_clocks;
   // The main thread's time inside DataLoader __next__ (all fetches) and its
   // CPU time there (CLOCK_THREAD_CPUTIME_ID at each fetch's ends), -1 when
   // not measured: tells loading that computes from loading that waits

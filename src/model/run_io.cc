@@ -18,8 +18,8 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
-// experiments.
-constexpr uint32_t kVersion = 11;
+// experiments; 11: detail windows; 12: step clocks.
+constexpr uint32_t kVersion = 12;
 
 OpKind op_kind(Reader& r) {
   const auto k = r.num<uint8_t>();
@@ -243,6 +243,13 @@ std::string encode_run(const Run& run) {
     w.num(d.first);
     w.num(d.second);
   }
+  w.num<uint64_t>(run.step_clocks.size());
+  for (const StepClock& c : run.step_clocks) {
+    w.num(c.t_ns);
+    w.num(c.cpu_ns);
+    w.num(c.runqueue_ns);
+    w.num(c.thread_index);
+  }
   w.num(run.data_wait_ns);
   w.num(run.data_wait_cpu_ns);
   w.num<uint64_t>(run.modules.size());
@@ -372,6 +379,14 @@ Run decode_run(const std::string& bytes) {
   for (auto& d : run.detail_spans) {
     d.first = r.num<int64_t>();
     d.second = r.num<int64_t>();
+  }
+  run.step_clocks.resize(r.count(28));
+  for (StepClock& c : run.step_clocks) {
+    c.t_ns = r.num<int64_t>();
+    c.cpu_ns = r.num<int64_t>();
+    c.runqueue_ns = r.num<int64_t>();
+    c.thread_index = r.num<uint32_t>();
+    if (!run.threads.empty() && c.thread_index >= run.threads.size()) r.fail("a step clock's thread is out of range");
   }
   run.data_wait_ns = r.num<int64_t>();
   run.data_wait_cpu_ns = r.num<int64_t>();

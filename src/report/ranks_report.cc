@@ -71,6 +71,10 @@ void write_ranks_json(JsonWriter& w, const RankAnalysis& a, const std::vector<gp
     w.field("collective_transfer_ms", s.transfer_ns / 1e6);
     w.key("runqueue_share");
     s.runqueue_share >= 0 ? w.value(s.runqueue_share) : w.null();
+    w.key("cpu_ms");
+    s.cpu_ns >= 0 ? w.value(s.cpu_ns / 1e6) : w.null();
+    w.key("runqueue_ms");
+    s.runqueue_ns >= 0 ? w.value(s.runqueue_ns / 1e6) : w.null();
     w.field("last_arrival_share", s.last_share);
     w.field("collectives", s.collectives);
     w.field("collective_bytes", s.collective_bytes);

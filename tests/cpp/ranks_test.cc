@@ -109,6 +109,52 @@ TEST(Ranks, EqualRanksNameNobody) {
   EXPECT_TRUE(rank_findings(compare(job({0, 12}))).empty());  // 12 % of the step: one machine's noise
 }
 
+// Plants RANK's main-thread clocks (Run::step_clocks): CPU_MS of CPU time
+// and RUNQUEUE_MS of waiting for a core per 100 ms step, read at every
+// EVERY-th step end (a long run's thinned series), cumulative.
+void plant_clocks(Job& j, size_t rank, int64_t cpu_ms, int64_t runqueue_ms, int64_t every = 1) {
+  Run& run = j.runs[rank];
+  run.step_clocks.clear();
+  for (int64_t i = 0; i <= 20; i += every)
+    run.step_clocks.push_back(StepClock{i * 100 * kMs, 7 * kMs + i * cpu_ms * kMs, 3 * kMs + i * runqueue_ms * kMs, 0});
+}
+
+// Rank 1 arrives 30 ms late at every all-reduce; its main thread's clocks
+// say why: more CPU time (it computes more), more waiting for a core (its
+// host), or neither (it is off the CPU: blocked, or on a slower core).
+TEST(Ranks, AStragglersMainThreadClocksTellComputingFromWaiting) {
+  struct Case {
+    int64_t cpu_ms, runqueue_ms;
+    const char* cause;
+  };
+  for (const Case& c : {Case{88, 2, "compute"}, Case{60, 27, "host"}, Case{60, 2, "blocked"}}) {
+    Job j = job({0, 30});
+    plant_clocks(j, 0, 60, 2);
+    plant_clocks(j, 1, c.cpu_ms, c.runqueue_ms, 2);  // every other step end: interpolated
+    const RankAnalysis a = compare(j);
+    EXPECT_NEAR(a.ranks[0].cpu_ns, 60.0 * kMs, 1);
+    EXPECT_NEAR(a.ranks[1].cpu_ns, static_cast<double>(c.cpu_ms * kMs), 1);
+    EXPECT_NEAR(a.ranks[1].runqueue_ns, static_cast<double>(c.runqueue_ms * kMs), 1);
+    const std::vector<Finding> f = rank_findings(a);
+    ASSERT_EQ(f.size(), 1u) << c.cause;
+    EXPECT_EQ(f[0].cause, c.cause);
+    EXPECT_EQ(*f[0].rank, 1);
+  }
+}
+
+TEST(Ranks, WithoutEveryRanksClocksOrWithDeviceWorkTheCauseIsCompute) {
+  Job j = job({0, 30});
+  plant_clocks(j, 1, 60, 2);  // rank 0's unknown: no comparison of CPU times
+  RankAnalysis a = compare(j);
+  EXPECT_LT(a.ranks[0].cpu_ns, 0);
+  EXPECT_EQ(rank_findings(a)[0].cause, "compute");
+  plant_clocks(j, 0, 60, 2);
+  j.runs[1].gpu_window.state = "recorded";  // its compute is partly its GPU's
+  a = compare(j);
+  EXPECT_TRUE(a.ranks[1].device_work);
+  EXPECT_EQ(rank_findings(a)[0].cause, "compute");
+}
+
 TEST(Ranks, AHostsClocksAreAlignedOnTheCompletions) {
   Job j = job({0, 30});
   const int64_t skew = 7'000 * kMs;  // another machine's clock

@@ -76,6 +76,7 @@ Run full_run() {
   r.dropped_events = 77;
   r.data_wait_ns = 5'000'000;
   r.data_wait_cpu_ns = 1'250'000;
+  r.step_clocks = {{100, 40, 5, 0}, {200, 90, -1, 1}};
   r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
@@ -155,6 +156,12 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.dropped_py_frames, 8u);
   EXPECT_EQ(after.data_wait_ns, 5'000'000);
   EXPECT_EQ(after.data_wait_cpu_ns, 1'250'000);
+  ASSERT_EQ(after.step_clocks.size(), 2u);
+  EXPECT_EQ(after.step_clocks[1].t_ns, 200);
+  EXPECT_EQ(after.step_clocks[1].cpu_ns, 90);
+  EXPECT_EQ(after.step_clocks[1].runqueue_ns, -1);
+  EXPECT_EQ(after.step_clocks[1].thread_index, 1u);
+  EXPECT_EQ(after.step_clocks[0].runqueue_ns, 5);
   EXPECT_EQ(after.memory.at(1).rss_bytes, 310 << 20);
   EXPECT_EQ(after.memory.at(1).torch_allocated_bytes, 123);
   EXPECT_EQ(after.memory.at(0).torch_allocated_bytes, -1);

@@ -51,19 +51,42 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
   const double data_excess = s.data_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.data_ns; });
   const double compute_excess =
       s.compute_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.compute_ns; });
-  const double others_runqueue = median_without(ranks, worst, [](const RankSummary& x) { return x.runqueue_share; });
-  const double runqueue_excess_ns =
-      s.runqueue_share >= 0 && others_runqueue >= 0 ? (s.runqueue_share - others_runqueue) * step : 0;
+  // Of its extra own time, what its main thread's clocks say (per compared
+  // step, Run::step_clocks): computing, or waiting for a core.
+  const bool clocks = !s.device_work && std::all_of(ranks.begin(), ranks.end(), [](const RankSummary& x) {
+    return x.steps == 0 || x.cpu_ns >= 0;
+  });
+  const bool runqueue_clocks = std::all_of(ranks.begin(), ranks.end(), [](const RankSummary& x) {
+    return x.steps == 0 || x.runqueue_ns >= 0;
+  });
+  const double cpu_excess =
+      clocks ? s.cpu_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.cpu_ns; }) : 0;
+  double runqueue_excess_ns = 0;
+  if (runqueue_clocks) {
+    runqueue_excess_ns = s.runqueue_ns - median_without(ranks, worst, [](const RankSummary& x) { return x.runqueue_ns; });
+  } else {
+    const double others_runqueue = median_without(ranks, worst, [](const RankSummary& x) { return x.runqueue_share; });
+    if (s.runqueue_share >= 0 && others_runqueue >= 0) runqueue_excess_ns = (s.runqueue_share - others_runqueue) * step;
+  }
+  const double own_extra = std::max(compute_excess, 1.0);
   std::string why, fix;
   if (data_excess >= kReasonShare * excess) {
     why = "input";
     fix = "give rank " + std::to_string(s.rank) +
           "'s DataLoader what the others have (num_workers, storage, the same sampler share), or look at "
           "that rank's input pipeline on its own: torchneck's rank-" + std::to_string(s.rank) + " report";
-  } else if (runqueue_excess_ns >= kReasonShare * std::max(compute_excess, 1.0)) {
+  } else if (runqueue_excess_ns >= kReasonShare * own_extra) {
     why = "host";
     fix = "rank " + std::to_string(s.rank) + "'s process waits for a CPU core: other work on its cores, or "
           "too many threads for them (pin each rank to its own cores, torch.set_num_threads per rank)";
+  } else if (clocks && cpu_excess < kReasonShare * own_extra) {
+    // Its main thread computes no more than the others' and waits no
+    // longer for a core: the extra time is off the CPU.
+    why = "blocked";
+    fix = "rank " + std::to_string(s.rank) + " does the others' work but its main thread is off the CPU longer: "
+          "blocked (a lock, file or network I/O, a device it waits on; its sampled stacks in torchneck's rank-" +
+          std::to_string(s.rank) + " report say where), or its core runs slower (a VM's stolen time: top's 'st', "
+          "a lower clock); move it to other cores or another node";
   } else {
     why = "compute";
     fix = "rank " + std::to_string(s.rank) + " computes more per step than the others: an uneven split of the "
@@ -84,9 +107,17 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
                        " per step in collectives for the last rank to arrive; rank " + std::to_string(s.rank) +
                        " waits " + fmt_ms(static_cast<int64_t>(s.wait_ns)) + " and arrives last at " +
                        fmt_pct(s.last_share) + " of " + std::to_string(in.ranks->matched) + " collectives");
-  if (why == "host")
-    f.evidence.push_back("its main thread waited for a CPU " + fmt_pct(s.runqueue_share) + " of the run, the others " +
-                         fmt_pct(others_runqueue));
+  if (clocks)
+    f.evidence.push_back("its main thread's CPU time " + fmt_ms(static_cast<int64_t>(s.cpu_ns)) +
+                         " per step, the others' median " + fmt_ms(static_cast<int64_t>(s.cpu_ns - cpu_excess)) +
+                         (runqueue_clocks ? "; waiting for a CPU " + fmt_ms(static_cast<int64_t>(s.runqueue_ns)) +
+                                                   ", the others " +
+                                                   fmt_ms(static_cast<int64_t>(s.runqueue_ns - runqueue_excess_ns))
+                                             : std::string()) +
+                         " (schedstat at each step's end)");
+  else if (why == "host")
+    f.evidence.push_back("its main thread waited for a CPU " + fmt_pct(s.runqueue_share) + " of the run, " +
+                         fmt_ms(static_cast<int64_t>(runqueue_excess_ns)) + " per step more than the others");
   f.evidence.push_back("by arrival times at the collectives, not by phase times: with DDP every rank's backward "
                        "lasts as long as the slowest one's");
   f.recommendation = fix;
@@ -97,6 +128,7 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
                       " ran like the median rank";
   f.numbers.push_back({"data_excess_ms", data_excess / 1e6});
   f.numbers.push_back({"compute_excess_ms", compute_excess / 1e6});
+  if (clocks) f.numbers.push_back({"cpu_excess_ms", cpu_excess / 1e6});
   f.cause = why;
   out.push_back(std::move(f));
 }

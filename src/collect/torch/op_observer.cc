@@ -303,6 +303,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   else st->timeline.drop();
   if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) {
     window.boundary(end_ns);
+    record_step_clock(st, end_ns);
     detail_boundary(end_ns, f.name_id);
   }
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
@@ -460,6 +461,7 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.abandoned = 0;
   st.fetch_ns = 0;
   st.fetch_cpu_ns = 0;
+  if (st.step_clocks) st.step_clocks->clear();
 }
 
 std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now) {

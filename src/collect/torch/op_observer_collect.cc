@@ -42,6 +42,13 @@ void add_fetch_times(Run& run, const ThreadState& st) {
   run.data_wait_cpu_ns = std::max<int64_t>(run.data_wait_cpu_ns, 0) + st.fetch_cpu_ns;
 }
 
+// A thread's step clocks into the run's (Run::step_clocks: by thread, then time).
+void add_step_clocks(Run& run, const ThreadState& st) {
+  if (!st.step_clocks) return;
+  const std::vector<StepClock>& v = st.step_clocks->samples();
+  run.step_clocks.insert(run.step_clocks.end(), v.begin(), v.end());
+}
+
 std::string_view interned_name(uint32_t id, const void*) { return StringInterner::global().lookup(id); }
 
 // The collectives so far (op_observer_state.h), each arrival with its
@@ -97,6 +104,7 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
       count = st->timeline.snapshot_chunks(chunks);
       dropped += st->timeline.dropped();
       add_fetch_times(run, *st);
+      add_step_clocks(run, *st);
     }
     st->frozen.store(0, std::memory_order_release);
     if (!quiet) {
@@ -135,6 +143,7 @@ void collect_op_observer(Run& run) {
     dropped += st->timeline.dropped();
     unfinished += st->abandoned + st->stack.size();
     add_fetch_times(run, *st);
+    add_step_clocks(run, *st);
   }
   merger.finish(run.ops, o.options.max_shapes_per_op);
 

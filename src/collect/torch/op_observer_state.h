@@ -26,11 +26,14 @@
 #include <string>
 #include <vector>
 
+#include "collect/system/thinned_series.h"
+#include "collect/system/thread_clock.h"
 #include "collect/torch/op_observer.h"
 #include "core/detail_window.h"
 #include "core/event_buffer.h"
 #include "core/interner.h"
 #include "model/collectives.h"
+#include "model/run.h"
 
 namespace torchneck::op_observer_detail {
 
@@ -114,6 +117,9 @@ struct ThreadState {
   std::vector<uint8_t> collective_of;
   int64_t fetch_ns = 0;
   int64_t fetch_cpu_ns = 0;
+  // This thread's clocks at each step boundary it ended (Run::step_clocks),
+  // made at its first one: most threads never end a step.
+  std::unique_ptr<ThinnedSeries<StepClock>> step_clocks;
   // Scratch for the sampled shape callback, reused across events.
   std::string shape_text;
   std::string dtype_text;
@@ -151,6 +157,18 @@ struct Collectives {
   std::atomic<uint64_t> next{0};    // cells claimed (may pass kMaxCollectives: those are dropped)
   std::atomic<uint64_t> untracked{0};  // Works started while every slot was taken: their end is unknown
 };
+
+// Step clocks kept per thread: a run's boundaries up to this, then every
+// 2nd, 4th, ... (thinned_series.h): 112 KiB on the thread that steps.
+constexpr size_t kStepClocks = 4096;
+
+// A step ended on this thread at end_ns: its clocks (thread_clock.h), once
+// per step, a few microseconds; allocates once, at the thread's first.
+inline void record_step_clock(ThreadState* st, int64_t end_ns) {
+  if (!st->step_clocks) st->step_clocks = std::make_unique<ThinnedSeries<StepClock>>(kStepClocks);
+  const ThreadClocks c = read_thread_clocks();
+  st->step_clocks->tick(StepClock{end_ns, c.cpu_ns, c.runqueue_ns, st->thread_index});
+}
 
 struct Observer {
   Collectives collectives;

@@ -98,8 +98,9 @@ def train(args):
     loader = torch.utils.data.DataLoader(Data(batch * (args.steps + 2), width), batch_size=batch,
                                          collate_fn=collate, num_workers=0)
 
-    steps, waits, delays, rss = [], [], [], []
+    steps, waits, delays, rss, cpus = [], [], [], [], []
     t_prev = time.perf_counter()
+    c_prev = time.thread_time()
     it = iter(loader)
     for step in range(args.steps):
         n_before = len(planted)
@@ -117,14 +118,17 @@ def train(args):
             dist.all_reduce(synced)
         opt.step()
         t = time.perf_counter()
+        c = time.thread_time()  # the main thread's CPU time: what of the step was computing
         steps.append(t - t_prev)
+        cpus.append(c - c_prev)
+        c_prev = c
         delays.append(sum(planted[n_before:]))
         rss.append(rss_mib())
         t_prev = t
     if args.truth:
         with open(f"{args.truth}.rank{rank}.json", "w") as f:
             json.dump({"rank": rank, "world": world, "steps": steps, "data_waits": waits, "delays": delays,
-                       "rss_mib": rss}, f)
+                       "rss_mib": rss, "cpu": cpus}, f)
 
 
 if __name__ == "__main__":

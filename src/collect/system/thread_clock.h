@@ -1,0 +1,49 @@
+// The calling thread's clocks, read once per step (at a step boundary, by
+// the thread that ends it: collect/torch/op_observer.cc): its CPU time and
+// its time runnable but waiting for a CPU, both cumulative since the thread
+// began, from Linux's /proc/thread-self/schedstat (fields 1 and 2: on-CPU
+// ns, run-queue wait ns). One open/read/close, a few microseconds: a
+// step's cost, never an operator's. No torch, no Python.
+#pragma once
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+namespace torchneck {
+
+struct ThreadClocks {
+  int64_t cpu_ns = 0;
+  int64_t runqueue_ns = -1;  // -1: schedstat unreadable (a kernel without it)
+};
+
+inline ThreadClocks read_thread_clocks() {
+  ThreadClocks c;
+  char buf[128];
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n > 0) {
+      buf[n] = '\0';
+      char* end = nullptr;
+      const long long cpu = std::strtoll(buf, &end, 10);
+      char* end2 = nullptr;
+      const long long wait = end != buf ? std::strtoll(end, &end2, 10) : 0;
+      if (end != buf && end2 != end) {
+        c.cpu_ns = cpu;
+        c.runqueue_ns = wait;
+        return c;
+      }
+    }
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  c.cpu_ns = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  return c;
+}
+
+}  // namespace torchneck
