@@ -25,10 +25,13 @@ TOLERANCE_PTS = 5.0
 SERIOUS = ("medium", "high")
 
 
-def run_loop(name, tmp_path, *args):
+def run_loop(name, tmp_path, *args, tool_args=()):
+    """Runs loop NAME with the script's ARGS under torchneck (with its
+    options TOOL_ARGS); returns (profile, the script's own truth)."""
+    os.makedirs(tmp_path, exist_ok=True)
     out = str(tmp_path / "out")
     truth_path = str(tmp_path / "truth.json")
-    r = run_tool(["-o", out, script(os.path.join("loops", name + ".py")), "--truth", truth_path, *args],
+    r = run_tool([*tool_args, "-o", out, script(os.path.join("loops", name + ".py")), "--truth", truth_path, *args],
                  timeout=180)
     assert r.returncode == 0, f"{name}: exit status {r.returncode}\n{r.stderr[-4000:]}"
     assert os.path.exists(truth_path), f"{name} wrote no truth under the tool\n{r.stdout[-2000:]}"
