@@ -1,9 +1,9 @@
 """Distributed runs (DDP on gloo, 2 ranks on this machine) against what each
 rank measures about itself in the same run (ddp_train.py's --truth: its
 steps by perf_counter, its main thread's CPU time by thread_time, the
-delay it planted): a balanced run blames no rank's input or work (a rank
-the machine held back may be named, as host or blocked, where the script's
-own CPU clock says it computed no more); a rank with a slow DataLoader is named an input straggler; a
+delay it planted, its forward and optimizer by perf_counter): a balanced
+run has no straggler (unless the script's own clocks show the machine held
+one rank back, and the cause agrees with them); a rank with a slow DataLoader is named an input straggler; a
 rank with extra compute inside backward, after DDP's hooks, where only the
 barrier shows it, is named a compute straggler; a run whose all-reduce
 dominates is communication-bound; a rank that crashes leaves every report
@@ -99,17 +99,27 @@ def check_ranks_against_truth(prof, truth):
     return t
 
 
+# How much slower the script's own clock must find a straggler's forward
+# and optimizer (its own work, no collective in them) than the other
+# rank's, where the machine held it back in a balanced run.
+OWN_SLOWER = 1.05
+
+
 def check_straggler_of_equal_work(prof, t):
-    """Ranks doing the same work: a straggler may still be named where the
-    machine held one rank back (2 ranks on 2 noisy cores have differed by
-    a fifth), but never blamed on its input, and blamed on compute only
-    where the script's own CPU clock confirms its main thread computed
-    that much more per step (the detector's rule, on the script's clock)."""
+    """Ranks doing the same work name no straggler, unless the script's
+    own clocks show the machine held one rank back (2 ranks on 2 noisy
+    cores have differed by a fifth): then its forward and optimizer took
+    longer by the script's perf_counter, and the cause agrees with the
+    script's thread_time: compute only where its main thread computed that
+    much more per step (the detector's rule, on the script's clock), host
+    or blocked where it did not; never its input."""
     f = ids(prof).get("straggler")
     if f is None:
         return
     assert f["cause"] != "input", f
     r, other = f["rank"], 1 - f["rank"]
+    own = statistics.mean(t[r]["forward_optimizer"][1:]) / statistics.mean(t[other]["forward_optimizer"][1:])
+    assert own >= OWN_SLOWER, (f, own)
     cpu_excess = (statistics.mean(t[r]["cpu"][1:]) - statistics.mean(t[other]["cpu"][1:])) * 1e3
     if f["cause"] == "compute":
         assert cpu_excess >= 0.5 * f["compute_excess_ms"] - 1.0, (f, cpu_excess)
@@ -123,7 +133,7 @@ def ids(prof):
 
 
 @pytest.mark.parametrize("launch", sorted(LAUNCHES))
-def test_balanced_run_blames_no_rank_for_its_work(tmp_path, launch):
+def test_balanced_run_has_no_straggler(tmp_path, launch):
     out, truth, code, stderr, _ = run_job(tmp_path, launch, "balanced")
     assert code == 0, stderr[-3000:]
     prof = load_profile(out)
