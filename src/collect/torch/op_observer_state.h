@@ -159,7 +159,7 @@ struct Collectives {
 };
 
 // Step clocks kept per thread: a run's boundaries up to this, then every
-// 2nd, 4th, ... (thinned_series.h): 112 KiB on the thread that steps.
+// 2nd, 4th, ... (thinned_series.h): 128 KiB on the thread that steps.
 constexpr size_t kStepClocks = 4096;
 
 // A step ended on this thread at end_ns: its clocks (thread_clock.h), once
