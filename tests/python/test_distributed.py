@@ -293,3 +293,36 @@ def test_report_refuses_ranks_that_do_not_belong_together(tmp_path):
     code, lines = report(other)
     assert code == 2 and len(lines) == 1, lines
     assert "rank 1 left no profile" in lines[0], lines
+
+
+def test_four_ranks_name_the_one_with_a_slow_loader(tmp_path):
+    # Four ranks on this machine's 2 cores, rank 3's DataLoader slow: it is
+    # named, as input, with the data wait its own clock measured beyond the
+    # others'; every rank's step and CPU time as its own clocks measured them.
+    out, truth = str(tmp_path / "out"), str(tmp_path / "truth")
+    r = subprocess.run([TOOL, "torchrun", "-o", out, "--nproc_per_node=4", TRAIN, "--mode", "slow_loader",
+                        "--slow-rank", "3", "--delay-ms", str(DELAY_MS), "--truth", truth],
+                       env=ENV, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    prof = load_profile(out)
+    assert [x["rank"] for x in prof["ranks"]] == [0, 1, 2, 3]
+    t = {}
+    for x in prof["ranks"]:
+        with open(f"{truth}.rank{x['rank']}.json") as f:
+            t[x["rank"]] = json.load(f)
+        own = statistics.mean(t[x["rank"]]["steps"][1:]) * 1e3
+        assert x["step_ms"] == pytest.approx(own, rel=STEP_TOLERANCE), (x, own)
+        own_cpu = statistics.mean(t[x["rank"]]["cpu"][1:]) * 1e3
+        assert x["cpu_ms"] == pytest.approx(own_cpu, rel=STEP_TOLERANCE, abs=1.0), (x, own_cpu)
+    f = ids(prof).get("straggler")
+    assert f is not None, [x["id"] for x in prof["findings"]]
+    assert f["rank"] == 3 and f["cause"] == "input", f
+    # Its data wait beyond the others' median, by the ranks' own clocks
+    # around next(loader). Its whole excess is less than the planted delay
+    # here: four ranks on two cores, the other three compute slower while
+    # it sleeps (its compute is shorter by as much), so the job loses less.
+    waits = {k: statistics.mean(t[k]["data_waits"][1:]) * 1e3 for k in t}
+    own_excess = waits[3] - statistics.median(waits[k] for k in (0, 1, 2))
+    assert f["data_excess_ms"] == pytest.approx(own_excess, rel=EXCESS_TOLERANCE), (f, own_excess)
+    assert f["excess_ms"] <= f["data_excess_ms"] + 1.0, f
+    assert all(os.path.exists(os.path.join(out, f"rank-{k}", "profile.json")) for k in range(4))
