@@ -15,6 +15,14 @@
 
 namespace torchneck {
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns: one
+// system call, ~0.3 us.
+inline int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 struct ThreadClocks {
   int64_t cpu_ns = 0;
   int64_t runqueue_ns = -1;  // -1: schedstat unreadable (a kernel without it)
@@ -40,9 +48,7 @@ inline ThreadClocks read_thread_clocks() {
       }
     }
   }
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  c.cpu_ns = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  c.cpu_ns = thread_cpu_ns();
   return c;
 }
 

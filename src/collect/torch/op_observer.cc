@@ -192,13 +192,9 @@ inline bool is_fetch(ThreadState* st, uint32_t name_id) {
   return b == 1;
 }
 
-// This thread's CPU time: read at a fetch's ends only (a few per step), so
-// its cost (a system call, ~0.3 us) stays off the operators' path.
-inline int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+// A fetch's CPU time (thread_cpu_ns, collect/system/thread_clock.h) is
+// read at its ends only (a few per step), so its cost (a system call,
+// ~0.3 us) stays off the operators' path.
 
 // A step ended: the detail policy decides whether the next one is
 // detailed, and the detail callbacks are switched to match. Once per step.
