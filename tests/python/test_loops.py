@@ -246,11 +246,22 @@ def test_checkpoint_every_k_is_a_periodic_stall(tmp_path):
     assert any("save" in e.lower() for e in f["evidence"]), f["evidence"]
 
 
+# Runs of bursty_loader until its own waits show the bursts it plants: a
+# loaded 2-core machine can hold a worker back long enough that a "ready"
+# step waits too (the shape was not planted; torchneck is not judged on it).
+BURSTY_ATTEMPTS = 3
+
+
 def test_bursty_loader_is_input_bound(tmp_path):
-    profile, truth = run_loop("bursty_loader", tmp_path)
+    seen = []
+    for attempt in range(BURSTY_ATTEMPTS):
+        profile, truth = run_loop("bursty_loader", tmp_path / str(attempt))
+        seen.append(truth["waits_ms"])
+        if truth["burst_pattern_ok"]:
+            break
     assert truth["burst_pattern_ok"], (
-        f"the script's own waits show no bursts of {truth['workers']} (machine overloaded?): "
-        f"{truth['waits_ms']} ms")
+        f"in {BURSTY_ATTEMPTS} runs the script's own waits showed no bursts of {truth['workers']} "
+        f"(machine overloaded?): {seen} ms")
     # Nothing else: the data waits are sleeps (no slow_data_transform), the
     # model is tiny next to them (no compute finding), one epoch of forked
     # workers (no dataloader_respawn above low).

@@ -20,8 +20,8 @@ script's own, and say the batches come in bursts.
   data_share_after_first         the same over steps 1.. (the first includes worker start-up)
   waits_ms                       per-step data wait, ms (== per_step_s["data_wait"] x 1000)
   long_wait_steps                steps whose wait is > half the longest after step 0
-  burst_pattern_ok               after step 0, long waits at every K-th step and
-                                 short (< 30 % of a batch's production) at the others
+  burst_pattern_ok               after step 0, long waits (> 30 % of a batch's
+                                 production) at every K-th step, short at the others
 
 The workers start their first read together (worker_init_fn waits for a
 gate set just before the workers are forked): otherwise the fork of the second
@@ -114,9 +114,13 @@ def main():
     top = max(rest) if rest else 0.0
     long_steps = [i for i, w in enumerate(waits) if i > 0 and w > top / 2]
     # after step 0 (which waits for the first batch), step i waits long iff i % k == 0
-    ok = bool(rest) and k > 1 and all((w > 0.5 * batch_s) == (i % k == 0)
-                                      for i, w in enumerate(waits) if i > 0) \
-        and all(w < 0.3 * batch_s for i, w in enumerate(waits) if i > 0 and i % k)
+    # One cut, at 30 % of a batch's production, between the steps that wait
+    # and those that find their batch ready: a long wait shrinks by however
+    # late the step before it came (a loaded machine: 81 then 43 ms in CI,
+    # from a nominal 90), a ready step's wait grows only if a worker falls
+    # behind.
+    ok = bool(rest) and k > 1 and all((w > 0.3 * batch_s) == (i % k == 0)
+                                      for i, w in enumerate(waits) if i > 0)
     extra = {"workers": a.workers, "batch_size": a.batch, "read_ms": a.read_ms,
              "batch_production_s": batch_s,
              "data_share_all": sum(waits) / sum(steps),
