@@ -108,6 +108,11 @@ with different values, it is an error, as are combinations where one option
 would be silently ignored: --sample-hz with --python=trace or off, and
 --detail, --timeline-events or --timeline-steps with --no-ops.
 
+`torchneck run python train.py` is `torchneck run train.py` when that
+python is the one torchneck runs in (`python -m MODULE` too); another
+interpreter (a virtual environment's, a pyenv shim's) is refused with how
+to profile under it: install torchneck there.
+
 A script that starts its ranks with torch.multiprocessing.spawn has each
 rank profiled into DIR/rank-K and the ranks merged into DIR when spawn
 returns; the launching process's own report is then in DIR/launcher

@@ -8,6 +8,8 @@ and tests/python/test_option_agreement.py holds the two to it."""
 
 import os
 import re
+import shutil
+import sys
 
 from torchneck.errors import UsageError
 
@@ -238,12 +240,79 @@ def parse(spec, argv):
     if spec.script_target:
         if p.script is None and p.module is None:
             raise UsageError(f"no script given (usage: {spec.usage[0]})")
+        _after_interpreter(p)
         _check_run_conflicts(p)
     elif not p.operands:
         raise UsageError(f"{spec.name} needs {spec.operand} (usage: {spec.usage[0]})")
     elif len(p.operands) > 1:
         raise UsageError(f"{spec.name} takes one {spec.operand.split(' ', 1)[1]}, not also '{p.operands[1]}'")
     return p
+
+
+# `python3`, `python3.13`, `python`: a name an interpreter goes by.
+_INTERPRETER_NAME = re.compile(r"python[0-9]*(\.[0-9]+)?")
+
+
+def _interpreter(name):
+    """NAME's executable when NAME is a Python interpreter: named python*,
+    as typed or found on PATH, and a binary or a launcher in another
+    language (pyenv's shims are bash). A script called `python` (Python
+    source, or a `#!... python` line) stays the script."""
+    if not _INTERPRETER_NAME.fullmatch(os.path.basename(name)):
+        return None
+    path = name if os.sep in name or os.path.exists(name) else shutil.which(name)
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(256)
+    except (OSError, TypeError):
+        return None
+    if head.startswith(b"\x7fELF") or (head.startswith(b"#!") and b"python" not in head):
+        return path
+    return None
+
+
+def _same_python(exe):
+    """Whether EXE runs this Python: the same version and the same prefix
+    (a virtual environment's python resolves to its base's binary, but
+    imports from its own site-packages; a shim resolves to nothing). Asks
+    EXE itself, once, before anything starts."""
+    import subprocess
+    try:
+        r = subprocess.run([exe, "-c", "import sys; print(sys.prefix); print(sys.version)"],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0 and r.stdout.splitlines() == [sys.prefix, *sys.version.splitlines()]
+
+
+def _after_interpreter(p):
+    """`torchneck run python train.py ...`, as one types `nsys profile python
+    train.py`: the interpreter named first is this one, so the script is
+    the next word (or -m MODULE). Another interpreter cannot be profiled
+    from here (the native session is built for this one): one line saying
+    how."""
+    if p.script is None:
+        return
+    exe = _interpreter(p.script)
+    if exe is None:
+        return
+    if not _same_python(exe):
+        raise UsageError(f"{p.script} is another Python than the one torchneck runs in ({sys.executable}); "
+                         f"give the script alone (torchneck run train.py), or install torchneck in that "
+                         f"Python and run `{p.script} -m torchneck run train.py`")
+    args = p.args
+    if not args:
+        raise UsageError(f"{p.script} is the Python interpreter, not a script: give the script "
+                         f"(torchneck run train.py)")
+    if args[0] == "-m":
+        if len(args) < 2:
+            raise UsageError("-m needs a module name")
+        p.script, p.module, p.args = None, args[1], args[2:]
+    elif args[0].startswith("-") and args[0] != "-":
+        raise UsageError(f"{p.script}'s own option {args[0]} is not passed on: give the script "
+                         f"(torchneck run [options] train.py) or -m MODULE after {p.script}")
+    else:
+        p.script, p.args = args[0], args[1:]
 
 
 def _check_run_conflicts(p):

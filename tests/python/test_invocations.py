@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, load_profile, run_plain, run_tool, script
+from conftest import PYTHON, ROOT, load_profile, run_plain, run_tool, script
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from torchneck import cli  # noqa: E402 - the launcher's own parser, no torch needed
@@ -90,6 +90,51 @@ def test_repeating_an_option_with_the_same_value_is_fine(tmp_path):
 def test_parse_keeps_what_belongs_to_the_script(argv, expected):
     o = parse(cli.COMMANDS["run"], argv)
     assert {k: getattr(o, k) for k in expected} == expected
+
+
+def test_the_interpreter_named_first_is_this_one_and_the_script_follows(tmp_path):
+    """`torchneck run python train.py`, as with nsys or py-spy: the script
+    runs, with its own arguments."""
+    marker = tmp_path / "started"
+    out = tmp_path / "out"
+    r = run_tool(["-o", str(out), PYTHON, script("marker.py"), "--x"], env=dict(os.environ, MARKER=str(marker)))
+    assert r.returncode == 0, r.stderr
+    assert marker.exists()
+    run = load_profile(str(out))["run"]
+    assert run["exit_code"] == 0 and run["argv"] == [script("marker.py"), "--x"], run
+    o = parse(cli.COMMANDS["run"], [PYTHON, "-m", "json.tool", "a"])
+    assert (o.script, o.module, o.args) == (None, "json.tool", ["a"])
+
+
+@pytest.mark.parametrize("after", [[], ["-u"], ["-m"]])
+def test_the_interpreter_without_a_script_is_refused(after, tmp_path):
+    out = tmp_path / "out"
+    r = run_tool(["-o", str(out), PYTHON, *after])
+    assert r.returncode == 2 and not out.exists(), r.stderr
+    assert one_error_line(r.stderr) == r.stderr.strip()
+
+
+def test_another_python_is_refused_with_how_to_profile_it(tmp_path):
+    """An interpreter that is not this one (a shim, a virtual environment):
+    torchneck's native session is built for the Python it runs in."""
+    other = tmp_path / "python3.99"
+    other.write_text("#!/bin/sh\necho /elsewhere; echo 3.99.0\n")
+    other.chmod(0o755)
+    marker = tmp_path / "started"
+    out = tmp_path / "out"
+    r = run_tool(["-o", str(out), str(other), script("marker.py")], env=dict(os.environ, MARKER=str(marker)))
+    assert_refused_before_start(r, marker, out)
+    assert f"install torchneck in that Python and run `{other} -m torchneck run" in r.stderr, r.stderr
+
+
+def test_a_script_named_python_stays_the_script(tmp_path):
+    own = tmp_path / "python"
+    own.write_text("#!/usr/bin/env python3\nimport os\nopen(os.environ['MARKER'], 'w').close()\n")
+    marker = tmp_path / "started"
+    out = tmp_path / "out"
+    r = run_tool(["-o", str(out), "python"], cwd=str(tmp_path), env=dict(os.environ, MARKER=str(marker)))
+    assert r.returncode == 0, r.stderr
+    assert marker.exists()
 
 
 def read_only_targets():
