@@ -73,8 +73,11 @@ class StepClock:
                 "sys_s": self.ru1.ru_stime - self.ru0.ru_stime,
                 "minor_faults": self.ru1.ru_minflt - self.ru0.ru_minflt,
                 "major_faults": self.ru1.ru_majflt - self.ru0.ru_majflt,
+                # the process's peak resident memory so far (kB on Linux)
+                "peak_rss_mb": self.ru1.ru_maxrss / 1024,
                 "note": "getrusage(RUSAGE_SELF) over the loop: all threads "
-                        "of the process, a profiler's own included",
+                        "of the process, a profiler's own included; "
+                        "peak_rss_mb: the process's peak at the loop's end",
             },
             "per_step_s": {k: [round(v, 7) for v in per[k]] for k in per},
         }

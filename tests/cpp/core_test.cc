@@ -1,5 +1,6 @@
 // GIVEN/WHEN/THEN tests of the hot-path building blocks.
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "core/files.h"
 #include "core/flat_map.h"
 #include "core/interner.h"
+#include "core/side_arena.h"
 #include "core/threads.h"
 #include "torchneck/records.h"
 
@@ -156,6 +158,41 @@ TEST(EventBuffer, ZeroCapacityDropsEverything) {
   EventBuffer<OpEvent> buf(0);
   EXPECT_FALSE(buf.append(OpEvent{}));
   EXPECT_EQ(buf.dropped(), 1u);
+}
+
+// Records copied in across several chunks and one oversized block: each
+// still holds its own bytes at the end, aligned to 8, and none of it came
+// from malloc's heap (the reason the arena exists: side_arena.h).
+TEST(SideArena, KeepsEveryCopyOutsideTheMallocHeap) {
+  SideArena arena;
+  std::vector<const char*> kept;
+  kept.reserve(3000);
+  std::string big(SideArena::kChunkBytes + 100, 'b');
+  const size_t heap_before = mallinfo2().uordblks;
+  const char* big_copy = nullptr;
+  for (int i = 0; i < 3000; ++i) {
+    char text[64];
+    const int n = snprintf(text, sizeof text, "[[%d, 3, 32, 32], [16]] float,float", i);
+    const char* p = arena.copy(text, static_cast<size_t>(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 8, 0u);
+    kept.push_back(p);
+    if (i == 1500) big_copy = arena.copy(big.data(), big.size());
+  }
+  const size_t heap_after = mallinfo2().uordblks;
+  // 3000 texts of ~40 bytes: ~120 KB if they had been malloc'd; the arena's
+  // own list of chunks is a few dozen bytes.
+  EXPECT_LT(heap_after - std::min(heap_after, heap_before), 4096u);
+  EXPECT_GE(arena.mapped_bytes(), 2 * SideArena::kChunkBytes + big.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    char text[64];
+    const int n = snprintf(text, sizeof text, "[[%zu, 3, 32, 32], [16]] float,float", i);
+    EXPECT_EQ(std::string(kept[i], static_cast<size_t>(n)), std::string(text, static_cast<size_t>(n)));
+  }
+  ASSERT_NE(big_copy, nullptr);
+  EXPECT_EQ(std::string(big_copy, big.size()), big);
+  arena.reset();
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
 TEST(FlatMap64, FindsWhatWasInsertedThroughGrowth) {

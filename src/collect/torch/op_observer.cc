@@ -18,8 +18,11 @@
 // Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
 // ObserverContext (start callbacks return nullptr), names interned through a
 // per-thread InternCache. Allocation happens only when a thread sees its
-// first event, a new name, a new shape signature (sampled, bounded), when the
-// stack outgrows its reserve, or once per EventBuffer chunk.
+// first event or a new name, when the stack outgrows its reserve, or once
+// per EventBuffer chunk. A new shape signature (sampled, bounded) keeps its
+// text in the thread's SideArena (core/side_arena.h), outside malloc's heap:
+// signatures go on arriving over the whole run, and small blocks kept in
+// the heap among the script's tensors made that heap grow.
 //
 // Per-thread state is owned by a registry and never freed, so it outlives
 // the thread (autograd engine threads, DataLoader pin-memory threads) and a
@@ -423,8 +426,9 @@ std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn) {
   const std::string& sig = st->shape_text;
   const uint64_t hash = hash_bytes(sig.data(), sig.size());
   bool counted = false;
-  for (ShapeSlot& slot : agg.shapes) {
-    if (slot.hash == hash && slot.text == sig) {
+  for (uint32_t i = 0; i < agg.shape_count; ++i) {
+    ShapeSlot& slot = agg.shapes[i];
+    if (slot.hash == hash && slot.view() == std::string_view(sig)) {
       ++slot.count;
       counted = true;
       break;
@@ -433,8 +437,15 @@ std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn) {
   if (!counted) {
     // Options are only written under the registry lock while no callback
     // runs (start), so reading them here is race-free.
-    if (agg.shapes.size() < observer().options.max_shapes_per_op) {
-      agg.shapes.push_back(ShapeSlot{hash, sig, 1});
+    const size_t max_shapes = observer().options.max_shapes_per_op;
+    if (agg.shapes == nullptr && max_shapes > 0) {
+      agg.shapes = static_cast<ShapeSlot*>(st->side.allocate(max_shapes * sizeof(ShapeSlot)));
+    }
+    const char* text = agg.shapes != nullptr && agg.shape_count < max_shapes
+                           ? st->side.copy(sig.data(), sig.size())
+                           : nullptr;
+    if (text != nullptr) {
+      agg.shapes[agg.shape_count++] = ShapeSlot{hash, text, static_cast<uint32_t>(sig.size()), 1};
     } else {
       ++agg.other_shapes;
     }
@@ -452,6 +463,7 @@ void on_shapes_end(const at::RecordFunction&, at::ObserverContext*) {}
 void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.stack.clear();
   st.aggs.clear();
+  st.side.reset();
   st.agg_slots.assign(kAggSlots, AggSlot{});
   st.timeline = EventBuffer<OpEvent>(timeline_capacity);
   st.abandoned = 0;

@@ -28,10 +28,10 @@ bool timeline_order(const OpEvent& a, const OpEvent& b) {
 
 // One thread's aggregate for one op, into the merge.
 void merge(OpMerger& merger, const StringInterner& interner, const OpAggregate& a, uint32_t thread) {
-  if (a.calls == 0 && a.shapes.empty() && a.other_shapes == 0) return;
+  if (a.calls == 0 && a.shape_count == 0 && a.other_shapes == 0) return;
   const std::string_view name = interner.lookup(a.name_id);
   merger.add(name, a.kind, thread, a.calls, a.self_ns, a.total_ns);
-  for (const ShapeSlot& sh : a.shapes) merger.add_shapes(name, a.kind, sh.text, sh.count);
+  for (uint32_t i = 0; i < a.shape_count; ++i) merger.add_shapes(name, a.kind, a.shapes[i].view(), a.shapes[i].count);
   if (a.other_shapes > 0) merger.add_shapes(name, a.kind, kOtherShapes, a.other_shapes);
 }
 

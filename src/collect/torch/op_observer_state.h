@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collect/system/thinned_series.h"
@@ -32,6 +33,7 @@
 #include "core/detail_window.h"
 #include "core/event_buffer.h"
 #include "core/interner.h"
+#include "core/side_arena.h"
 #include "model/collectives.h"
 #include "model/run.h"
 
@@ -58,10 +60,15 @@ struct Frame {
   int64_t cpu_start_ns;  // DataLoader fetches only: the thread's CPU clock at start
 };
 
+// A distinct signature of an op on a thread; its text lives in the thread's
+// SideArena (core/side_arena.h: signatures arrive over the whole run and
+// must stay out of the script's malloc heap).
 struct ShapeSlot {
   uint64_t hash;
-  std::string text;
+  const char* text;
+  uint32_t size;
   uint64_t count;
+  std::string_view view() const { return {text, size}; }
 };
 
 struct OpAggregate {
@@ -70,7 +77,10 @@ struct OpAggregate {
   uint64_t calls = 0;
   int64_t self_ns = 0;
   int64_t total_ns = 0;
-  std::vector<ShapeSlot> shapes;  // at most max_shapes_per_op
+  // max_shapes_per_op slots in the thread's SideArena, taken at the first
+  // signature; shape_count of them used.
+  ShapeSlot* shapes = nullptr;
+  uint32_t shape_count = 0;
   uint64_t other_shapes = 0;
 };
 
@@ -123,6 +133,8 @@ struct ThreadState {
   // Scratch for the sampled shape callback, reused across events.
   std::string shape_text;
   std::string dtype_text;
+  // The shape slots and signature texts (ShapeSlot), until reset_thread.
+  SideArena side;
 };
 
 // c10d collectives (model/collectives.h): the dispatcher op that marks a
