@@ -9,9 +9,10 @@
 // longer take a tensor of its size: the heap grows instead. Measured on
 // heavy_linear (16 MB tensors, torch 1.13, glibc's thresholds pinned as in
 // benchmarks/overhead): signatures sampled at 5 %, kept in std::string and
-// std::vector, raised the run's peak RSS by 15-50 MB over plain, more the
-// longer the run (new signatures keep arriving at 5 %); with every signature
-// seen in the first step (sampling at 100 %) or none, by 5-9 MB.
+// std::vector, raised the run's peak RSS by 30-41 MB over plain at 80 steps,
+// more the longer the run (new signatures keep arriving at 5 %); with every
+// signature seen in the first step (sampling at 100 %) or none, by 5-9 MB.
+// (EventBuffer maps its chunks for the same reason and for page faults.)
 //
 // Chunks are mapped (never from malloc), with MAP_POPULATE for the reason in
 // event_buffer.h. One writer; the memory stays put until reset() or
@@ -46,11 +47,12 @@ class SideArena {
   void* allocate(size_t bytes) {
     bytes = (bytes + 7) & ~size_t{7};
     if (bytes > kChunkBytes) return map(bytes);
-    if (used_ + bytes > kChunkBytes || chunks_.empty() || chunks_.back().second != kChunkBytes) {
-      if (map(kChunkBytes) == nullptr) return nullptr;
+    if (current_ == nullptr || used_ + bytes > kChunkBytes) {
+      current_ = static_cast<char*>(map(kChunkBytes));
       used_ = 0;
+      if (current_ == nullptr) return nullptr;
     }
-    void* p = static_cast<char*>(chunks_.back().first) + used_;
+    void* p = current_ + used_;
     used_ += bytes;
     return p;
   }
@@ -64,35 +66,31 @@ class SideArena {
 
   // Unmaps everything; pointers handed out before are invalid after.
   void reset() {
-    for (auto& c : chunks_) munmap(c.first, c.second);
-    chunks_.clear();
+    for (auto& m : mappings_) munmap(m.first, m.second);
+    mappings_.clear();
+    current_ = nullptr;
     used_ = 0;
   }
 
   size_t mapped_bytes() const {
     size_t n = 0;
-    for (const auto& c : chunks_) n += c.second;
+    for (const auto& m : mappings_) n += m.second;
     return n;
   }
 
  private:
-  // A big mapping goes before the current chunk, so that the chunk being
-  // filled stays last.
   void* map(size_t bytes) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) return nullptr;
-    if (bytes != kChunkBytes && !chunks_.empty()) {
-      chunks_.insert(chunks_.end() - 1, {p, bytes});
-    } else {
-      chunks_.emplace_back(p, bytes);
-    }
+    mappings_.emplace_back(p, bytes);
     return p;
   }
 
-  // (address, length); the list itself is malloc'd, but grows once per
-  // chunk, i.e. rarely.
-  std::vector<std::pair<void*, size_t>> chunks_;
-  size_t used_ = 0;  // bytes used in chunks_.back() when it is a chunk
+  // (address, length) of every mapping; the list itself is malloc'd, but
+  // grows once per mapping, i.e. rarely.
+  std::vector<std::pair<void*, size_t>> mappings_;
+  char* current_ = nullptr;  // the chunk being filled
+  size_t used_ = 0;          // bytes used in it
 };
 
 }  // namespace torchneck
