@@ -43,9 +43,13 @@ dom::object object_at(dom::object o, const char* key, const std::string& label) 
   return out;
 }
 
-dom::array array_at(dom::object o, const char* key) {
-  dom::array out;
-  if (o.at_key(key).get_array().get(out) != simdjson::SUCCESS) return {};
+// The elements of o[key]; none when it is missing or not an array (a
+// default dom::array is no empty array: iterating one reads through null).
+std::vector<dom::element> array_at(dom::object o, const char* key) {
+  std::vector<dom::element> out;
+  dom::array a;
+  if (o.at_key(key).get_array().get(a) != simdjson::SUCCESS) return out;
+  for (dom::element e : a) out.push_back(e);
   return out;
 }
 
@@ -85,9 +89,18 @@ ProfileView read_profile(const std::string& json_text, const std::string& label)
   dom::object breakdown;
   if (steps.at_key("breakdown_ms").get_object().get(breakdown) == simdjson::SUCCESS)
     for (auto [key, value] : breakdown) v.phases.push_back({std::string(key), number(value)});
+  // Under detail windows (steps.detail "window", docs/overhead.md) the
+  // layer table and the operators are recorded in the detailed steps only:
+  // their totals are over those, and two runs' windows differ in number
+  // (the policy sizes them by what detail costs each script).
+  const bool windows = string_at(steps, "detail") == "window";
+  int64_t detailed = 0;
   for (dom::element e : array_at(steps, "per_step")) {
     dom::object s;
     if (e.get_object().get(s) != simdjson::SUCCESS) continue;
+    bool is_detailed = true;
+    if (s.at_key("detailed").get_bool().get(is_detailed) != simdjson::SUCCESS) is_detailed = true;
+    detailed += is_detailed;
     bool steady = false, window = false;
     if (s.at_key("steady").get_bool().get(steady) != simdjson::SUCCESS) steady = false;
     if (s.at_key("gpu_window").get_bool().get(window) != simdjson::SUCCESS) window = false;
@@ -95,7 +108,8 @@ ProfileView read_profile(const std::string& json_text, const std::string& label)
   }
 
   const double run_steps = static_cast<double>(std::max<int64_t>(1, v.step_count));
-  const double window_steps = static_cast<double>(std::max<int64_t>(1, v.in_window));
+  v.detailed_steps = windows ? detailed : v.in_window;
+  const double detailed_steps = static_cast<double>(std::max<int64_t>(1, v.detailed_steps));
   for (dom::element e : array_at(root, "layers")) {
     dom::object l;
     if (e.get_object().get(l) != simdjson::SUCCESS) continue;
@@ -103,12 +117,17 @@ ProfileView read_profile(const std::string& json_text, const std::string& label)
     bool leaf = true;
     if (l.at_key("leaf").get_bool().get(leaf) != simdjson::SUCCESS) leaf = true;
     if (!leaf) continue;
-    v.layers.push_back({string_at(l, "name"), (number_at(l, "forward_ms") + number_at(l, "backward_ms")) / window_steps});
+    v.layers.push_back({string_at(l, "name"), (number_at(l, "forward_ms") + number_at(l, "backward_ms")) / detailed_steps});
   }
   for (dom::element e : array_at(root, "ops")) {
     dom::object o;
     if (e.get_object().get(o) != simdjson::SUCCESS) continue;
-    v.ops.push_back({string_at(o, "name"), number_at(o, "self_ms") / run_steps});
+    // Scopes (a DataLoader fetch, the backward pass, Optimizer.step, the
+    // user's record_function: kind user_scope) are recorded in every step;
+    // operators, autograd's backward functions and TorchScript functions in
+    // the detailed ones (op_observer.cc's light and main callbacks).
+    const bool every_step = !windows || string_at(o, "kind") == "user_scope";
+    v.ops.push_back({string_at(o, "name"), number_at(o, "self_ms") / (every_step ? run_steps : detailed_steps)});
   }
   for (dom::element e : array_at(root, "python")) {
     dom::object f;

@@ -36,13 +36,16 @@ struct ProfileView {
   std::string torch_version;
   int64_t step_count = 0;   // steps.count: iterations in the run
   int64_t in_window = 0;    // steps.in_window
+  // The steps the layer and operator tables are over: those marked
+  // `detailed` under detail windows, else every step of the window.
+  int64_t detailed_steps = 0;
   double step_ms = 0;       // steps.step_ms: the steady steps' mean
   // The steady steps' durations in order (not the GPU window's), the sample
   // the interval of the change is drawn from.
   std::vector<double> steady_ms;
   std::vector<PhaseView> phases;  // steps.breakdown_ms
-  std::vector<Row> layers;        // leaf layers' forward + backward, per step of the window
-  std::vector<Row> ops;           // self time, per step of the run
+  std::vector<Row> layers;        // leaf layers' forward + backward, per detailed step
+  std::vector<Row> ops;           // self time, per step of the run (operators: per detailed step)
   std::vector<Row> python;        // self time, per step of the run
   std::vector<FindingView> findings;
   std::string verdict;

@@ -168,6 +168,39 @@ TEST(ProfileView, ReadsAProfileAndRefusesOtherJson) {
     EXPECT_EQ(std::string(e.what()).rfind("trace.json: not a torchneck profile", 0), 0u) << e.what();
   }
   EXPECT_THROW(read_profile("{\"schema\":", "cut.json"), std::runtime_error);
+  // A profile missing every array (argv, per_step, the tables) reads as empty
+  // ones: iterating a missing array once read through a null pointer.
+  const ProfileView bare = read_profile(R"({"schema":"torchneck.profile/2","run":{},"steps":{}})", "bare.json");
+  EXPECT_TRUE(bare.argv.empty() && bare.steady_ms.empty() && bare.layers.empty() && bare.findings.empty());
+}
+
+// Under detail windows the layer and operator tables cover the detailed
+// steps only; the scopes (user_scope) every step. Two runs with windows of
+// different lengths must still give the same layer the same time per step.
+TEST(ProfileView, DetailWindowsDivideByTheDetailedSteps) {
+  const auto profile = [](int detailed, int count) {
+    std::string steps;
+    for (int i = 0; i < count; ++i)
+      steps += std::string(i ? "," : "") + R"({"ms":10,"steady":true,"gpu_window":false,"detailed":)" +
+               (i < detailed ? "true" : "false") + "}";
+    const std::string n = std::to_string(detailed), c = std::to_string(count);
+    // fc: 3 ms a detailed step; addmm 1 ms a detailed step; the fetch 2 ms every step.
+    return R"({"schema":"torchneck.profile/2","run":{"script":"t.py"},
+      "steps":{"count":)" + c + R"(,"in_window":)" + c + R"(,"detail":"window","per_step":[)" + steps + R"(]},
+      "layers":[{"name":"fc","forward_ms":)" + std::to_string(detailed) + R"(,"backward_ms":)" +
+           std::to_string(2 * detailed) + R"(,"leaf":true}],
+      "ops":[{"name":"aten::addmm","kind":"operator","self_ms":)" + n + R"(},
+             {"name":"DataLoader.__next__","kind":"user_scope","self_ms":)" + std::to_string(2 * count) + "}]}";
+  };
+  for (const auto& [detailed, count] : {std::pair{7, 40}, std::pair{28, 40}, std::pair{13, 13}}) {
+    const ProfileView p = read_profile(profile(detailed, count), "x");
+    EXPECT_EQ(p.detailed_steps, detailed);
+    ASSERT_EQ(p.layers.size(), 1u);
+    EXPECT_DOUBLE_EQ(p.layers[0].ms_per_step, 3) << detailed << " of " << count;
+    ASSERT_EQ(p.ops.size(), 2u);
+    EXPECT_DOUBLE_EQ(p.ops[0].ms_per_step, 1) << detailed << " of " << count;
+    EXPECT_DOUBLE_EQ(p.ops[1].ms_per_step, 2) << detailed << " of " << count;
+  }
 }
 
 }  // namespace
