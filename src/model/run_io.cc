@@ -169,8 +169,9 @@ std::vector<ProcessInfo> get_processes(Reader& r) {
 
 }  // namespace
 
-std::string encode_run(const Run& run) {
-  Writer w;
+namespace {
+
+void encode_into(Writer& w, const Run& run) {
   w.out.append(kMagic, sizeof kMagic);
   w.num(kVersion);
   const RunInfo& ri = run.run;
@@ -295,6 +296,13 @@ std::string encode_run(const Run& run) {
   put_experiments(w, run);
   put_rank(w, run);
   w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
+}
+
+}  // namespace
+
+std::string encode_run(const Run& run) {
+  Writer w;
+  encode_into(w, run);
   return std::move(w.out);
 }
 
@@ -442,7 +450,13 @@ Run decode_run(const std::string& bytes) {
   return run;
 }
 
-void save_run(const Run& run, const std::string& path) { write_file_atomically(path, encode_run(run)); }
+void save_run(const Run& run, const std::string& path) {
+  write_file_atomically(path, [&run](const std::function<void(std::string_view)>& sink) {
+    Writer w(sink);
+    encode_into(w, run);
+    w.flush();
+  });
+}
 
 Run load_run(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");

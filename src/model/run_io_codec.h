@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -17,9 +19,18 @@ namespace torchneck::run_io_detail {
 
 class Writer {
  public:
+  Writer() = default;
+  // Pieces of about kPiece bytes handed to `sink` as they fill (save_run:
+  // the file is written as it is encoded, never whole in memory: at a
+  // tiny_ops run's end the whole spill grew a 5 MB string by doubling, a
+  // peak of ~12 MB); the rest with flush().
+  explicit Writer(const std::function<void(std::string_view)>& sink) : sink_(&sink) { out.reserve(2 * kPiece); }
+  static constexpr size_t kPiece = 256 * 1024;
+
   template <typename T>
   void num(T v) {
     static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    if (sink_ != nullptr && out.size() >= kPiece) flush();
     unsigned char b[sizeof(T)];
     std::memcpy(b, &v, sizeof(T));  // the machines we target are little-endian
     out.append(reinterpret_cast<const char*>(b), sizeof(T));
@@ -32,7 +43,15 @@ class Writer {
     num<uint64_t>(v.size());
     for (const auto& s : v) str(s);
   }
+  void flush() {
+    if (sink_ == nullptr || out.empty()) return;
+    (*sink_)(out);
+    out.clear();
+  }
   std::string out;
+
+ private:
+  const std::function<void(std::string_view)>* sink_ = nullptr;
 };
 
 class Reader {

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
 
+#include "core/files.h"
 #include "model/run_io.h"
+#include "model/run_io_codec.h"
 #include "report/profile_json.h"
 #include "analyze/analysis.h"
 
@@ -248,6 +251,31 @@ TEST(RunIo, SaveAndLoadNameTheFile) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(".missing"), std::string::npos);
   }
+}
+
+// save_run writes the encoding in pieces as it goes: the file must be the
+// same bytes as the encoding made whole, for a run many pieces long.
+TEST(RunIo, SavedInPiecesIsTheWholeEncoding) {
+  torchneck::Run big = full_run();
+  for (int i = 0; i < 40000; ++i) {  // ~50 bytes an event: several 256 KB pieces
+    OpEvent e = big.timeline.front();
+    e.start_ns += i;
+    e.end_ns += i;
+    big.timeline.push_back(e);
+  }
+  const std::string bytes = encode_run(big);
+  ASSERT_GT(bytes.size(), 4 * run_io_detail::Writer::kPiece);
+  const std::string path = ::testing::TempDir() + "/torchneck_run_io_pieces.spill";
+  save_run(big, path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  bool ok = false;
+  const std::string saved = read_rest(f, &ok);
+  std::fclose(f);
+  std::remove(path.c_str());
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(saved.size(), bytes.size());
+  EXPECT_TRUE(saved == bytes);
 }
 
 }  // namespace
