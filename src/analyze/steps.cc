@@ -183,39 +183,55 @@ struct JointSweep {
 void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps,
            std::vector<PhaseSegment>* segments = nullptr, JointSweep* joint = nullptr) {
   if (steps.empty()) return;
+  // 16 bytes an edge, and no separate list of points: the distinct instants
+  // are merged on the fly from the sorted edges and the steps' bounds. Over
+  // a whole run's operators (tiny_ops: ~2x10^5 intervals, at the end of the
+  // run) the edges and a points list grown by doubling were ~20 MB.
   struct Edge {
     int64_t t;
-    int delta;
-    int tier;
+    int8_t delta;
+    int8_t tier;
     bool light;
     bool light_only;
   };
   if (joint != nullptr) {
     joint->time.assign(steps.size(), JointPhases{});
   }
+  size_t n_edges = 0;
+  for (const auto& iv : intervals)
+    if (iv.end_ns > iv.start_ns && tier_of(iv) >= 0 && (!iv.light_only || joint != nullptr)) n_edges += 2;
   std::vector<Edge> edges;
-  std::vector<int64_t> points;
+  edges.reserve(n_edges);
   for (const auto& iv : intervals) {
     const int tier = tier_of(iv);
     if (iv.end_ns <= iv.start_ns || tier < 0) continue;
     if (iv.light_only && joint == nullptr) continue;
-    edges.push_back({iv.start_ns, +1, tier, iv.light || iv.light_only, iv.light_only});
-    edges.push_back({iv.end_ns, -1, tier, iv.light || iv.light_only, iv.light_only});
-    points.push_back(iv.start_ns);
-    points.push_back(iv.end_ns);
+    const bool light = iv.light || iv.light_only;
+    edges.push_back({iv.start_ns, +1, static_cast<int8_t>(tier), light, iv.light_only});
+    edges.push_back({iv.end_ns, -1, static_cast<int8_t>(tier), light, iv.light_only});
   }
+  std::vector<int64_t> bounds;
+  bounds.reserve(2 * steps.size());
   for (const Step& s : steps) {
-    points.push_back(s.start_ns);
-    points.push_back(s.end_ns);
+    bounds.push_back(s.start_ns);
+    bounds.push_back(s.end_ns);
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::sort(bounds.begin(), bounds.end());
+  // The smallest instant after `t` among the edges and the bounds.
+  size_t pe = 0, pb = 0;
+  auto next_point = [&](int64_t t, int64_t& out) {
+    while (pe < edges.size() && edges[pe].t <= t) ++pe;
+    while (pb < bounds.size() && bounds[pb] <= t) ++pb;
+    if (pe == edges.size() && pb == bounds.size()) return false;
+    out = pe == edges.size() ? bounds[pb] : pb == bounds.size() ? edges[pe].t : std::min(edges[pe].t, bounds[pb]);
+    return true;
+  };
   int active[kTiers] = {0, 0, 0, 0, 0, 0};
   int active_light[kTiers] = {0, 0, 0, 0, 0, 0};
   size_t ei = 0, sj = 0;
-  for (size_t k = 0; k + 1 < points.size(); ++k) {
-    const int64_t t = points[k];
+  int64_t t = edges.empty() ? bounds.front() : std::min(edges.front().t, bounds.front());
+  for (int64_t t_next = 0; next_point(t, t_next); t = t_next) {
     while (ei < edges.size() && edges[ei].t <= t) {
       if (!edges[ei].light_only) active[edges[ei].tier] += edges[ei].delta;
       if (edges[ei].light) active_light[edges[ei].tier] += edges[ei].delta;
@@ -230,7 +246,7 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
         phase = static_cast<int>(kTierPhase[tier]);
         break;
       }
-    steps[sj].breakdown.ns[phase] += points[k + 1] - t;
+    steps[sj].breakdown.ns[phase] += t_next - t;
     if (joint != nullptr) {
       int light = static_cast<int>(Phase::kOther);
       for (int tier = 0; tier < kTiers; ++tier)
@@ -239,15 +255,15 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
           break;
         }
       const auto cell = static_cast<size_t>(light * kNumPhases + phase);
-      joint->time[sj][cell] += points[k + 1] - t;
+      joint->time[sj][cell] += t_next - t;
     }
     if (segments != nullptr && phase != static_cast<int>(Phase::kOther)) {
       auto& seg = *segments;
       if (!seg.empty() && seg.back().step == sj && seg.back().end_ns == t &&
           static_cast<int>(seg.back().phase) == phase)
-        seg.back().end_ns = points[k + 1];
+        seg.back().end_ns = t_next;
       else
-        seg.push_back({sj, t, points[k + 1], static_cast<Phase>(phase)});
+        seg.push_back({sj, t, t_next, static_cast<Phase>(phase)});
     }
   }
 }
@@ -449,12 +465,22 @@ StepBreakdown attribute_phases(const std::vector<PhaseInterval>& intervals, int6
   return one[0].breakdown;
 }
 
-std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis) {
-  const TimelineView tv(run);
-  std::vector<Step> steps = analysis.steps;
-  for (Step& s : steps) s.breakdown = StepBreakdown{};
+std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis, size_t max_steps) {
   std::vector<PhaseSegment> segments;
-  sweep(phase_intervals(tv, backward_passes(tv), module_spans(run), analysis.evaluation), steps, &segments);
+  if (analysis.steps.empty() || max_steps == 0) return segments;
+  const TimelineView tv(run);
+  std::vector<Step> steps(analysis.steps.begin(),
+                          analysis.steps.begin() + static_cast<std::ptrdiff_t>(std::min(max_steps, analysis.steps.size())));
+  for (Step& s : steps) s.breakdown = StepBreakdown{};
+  // Only what overlaps the steps kept is swept (an interval's edges outside
+  // every step only add points no step reads).
+  const int64_t from = steps.front().start_ns, until = steps.back().end_ns;
+  std::vector<PhaseInterval> intervals =
+      phase_intervals(tv, backward_passes(tv), module_spans(run), analysis.evaluation);
+  intervals.erase(std::remove_if(intervals.begin(), intervals.end(),
+                                 [&](const PhaseInterval& iv) { return iv.start_ns >= until || iv.end_ns <= from; }),
+                  intervals.end());
+  sweep(intervals, steps, &segments);
   return segments;
 }
 

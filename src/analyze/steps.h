@@ -142,7 +142,11 @@ struct PhaseSegment {
   int64_t end_ns;
   Phase phase;
 };
-std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis);
+// Of the first `max_steps` steps only (trace.json's window): the sweep's
+// edges over a whole run's operators are ~10 MB, at the end of the run
+// when the analysis is already held.
+std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& analysis,
+                                         size_t max_steps = SIZE_MAX);
 
 // Exposed for tests: splits [start, end) among labelled intervals, each
 // instant to the highest-priority interval covering it (the order in the

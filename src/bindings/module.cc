@@ -23,6 +23,7 @@
 #include "collect/python/module_scopes.h"
 #include "collect/torch/op_observer.h"
 #include "bindings/facts.h"
+#include "core/timing.h"
 #include "bindings/gpu_window.h"
 #include "bindings/output_dir_binding.h"
 #include "bindings/spiller.h"
@@ -143,7 +144,9 @@ class Session {
   // (report text, one-line error) when a file could not be written: the
   // report is shown even when the disk is full.
   py::tuple finish(const RunFacts& facts, const std::string& out_dir, const std::string& cwd) {
+    timing_phase("finish");
     Run run = collect(facts);
+    timing_phase("collect", 2);
     const int64_t pid = run.processes.empty() ? 0 : run.processes.front().pid;
     std::string text, error;
     {
@@ -166,6 +169,7 @@ class Session {
         } catch (const std::runtime_error& e) {
           error = e.what();
         }
+        timing_phase("profile.spill", 2);
       }
       OutputOptions out;
       out.dir = out_dir;
@@ -174,7 +178,9 @@ class Session {
       out.trace.steps = o_.trace_steps;
       out.trace.pid = pid;
       std::string write_error;
-      text = write_analysed(run, analyze_with_gpu_window(run, out.summary), out, &write_error);
+      const Analysis analysis = analyze_with_gpu_window(run, out.summary);
+      timing_phase("analysis", 2);
+      text = write_analysed(run, analysis, out, &write_error);
       if (error.empty()) error = write_error;
     }
     if (error.empty()) return py::make_tuple(text, py::none());

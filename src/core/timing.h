@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include <malloc.h>
@@ -34,11 +35,23 @@ inline void timing_phase(const char* what, int indent = 0) {
     if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
     std::fclose(f);
   }
+  // The peak from VmHWM: getrusage's ru_maxrss is the mm's high-water mark
+  // as last folded in (on unmaps and exits), lower than the true peak.
+  long peak_kb = u.ru_maxrss;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[128];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::strncmp(line, "VmHWM:", 6) == 0) {
+        peak_kb = std::strtol(line + 6, nullptr, 10);
+        break;
+      }
+    std::fclose(f);
+  }
   std::fprintf(stderr,
                "torchneck: %*s%-*s %7.1f ms (at %6.1f) %6ld page faults, RSS %5.1f MB (peak %5.1f), malloc'd %5.1f MB, "
                "heap %5.1f MB\n",
                indent, "", 26 - indent, what, ns_to_ms(now - last), ns_to_ms(now - first), u.ru_minflt - last_faults,
-               static_cast<double>(resident) * 4096.0 / 1048576.0, static_cast<double>(u.ru_maxrss) / 1024.0,
+               static_cast<double>(resident) * 4096.0 / 1048576.0, static_cast<double>(peak_kb) / 1024.0,
                static_cast<double>(m.uordblks + m.hblkhd) / 1048576.0, static_cast<double>(m.arena) / 1048576.0);
   last = now;
   last_faults = u.ru_minflt;

@@ -344,6 +344,7 @@ void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions
   const Window w = choose_window(analysis.steps, o.steps);
   b.window_start = w.start;
   b.window_end = w.end;
+  b.reserve_slices(w.steps);
   b.add_steps(w.steps);
   b.add_timeline();
   b.add_modules();

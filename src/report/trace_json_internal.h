@@ -68,6 +68,7 @@ struct Flow {
 struct TraceBuilder {
   TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o);
 
+  void reserve_slices(size_t steps_in_window);  // after window_start/end are set
   void add_steps(size_t steps_in_window);
   void add_timeline();
   void add_modules();

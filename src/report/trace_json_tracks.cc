@@ -51,12 +51,6 @@ std::string thread_label(const Run& run, uint32_t t) {
 TraceBuilder::TraceBuilder(const Run& r, const Analysis& a, const TraceJsonOptions& o)
     : run(r), analysis(a), options(o),
       activities(r.activities.empty() && r.activities.source.empty() ? nullptr : &r.activities) {
-  // One allocation for the slices: growing by doubling would move them all
-  // several times, and touch fresh pages each time.
-  size_t expected = run.timeline.size() + run.module_events.size() / 2 + run.py_frames.size() +
-                    run.samples.size() + analysis.steps.steps.size() * 6 + 64;
-  if (activities != nullptr) expected += activities->events.size();
-  slices.reserve(std::min(expected, o.max_events + 1024));
   if (o.pid > 0) main_pid = o.pid;
   else if (!run.processes.empty() && run.processes.front().pid > 0) main_pid = run.processes.front().pid;
   // Kineto: each thread's process is the one its CPU events carry.
@@ -87,6 +81,24 @@ int64_t TraceBuilder::tid_of(uint32_t t) const {
 // Each thread's Python track right below the thread's own.
 int64_t TraceBuilder::python_sort_index(uint32_t t) const {
   return t == run.main_thread ? 2 : 11 + 2 * static_cast<int64_t>(t);
+}
+
+void TraceBuilder::reserve_slices(size_t steps_in_window) {
+  // One allocation for the slices: growing by doubling would move them all
+  // several times, and touch fresh pages each time. Sized by what falls in
+  // the window (the first steps, by default): sized by the whole run it was
+  // ~12 MB at tiny_ops' end, almost all of it never used.
+  const auto inside = [&](int64_t start, int64_t end) { return start < window_end && end >= window_start; };
+  size_t expected = steps_in_window * 6 + 64;
+  for (const OpEvent& e : run.timeline) expected += inside(e.start_ns, e.end_ns);
+  size_t module_edges = 0;
+  for (const ModuleEvent& e : run.module_events) module_edges += inside(e.t_ns, e.t_ns);
+  expected += module_edges / 2 + 1;
+  for (const PyFrameEvent& f : run.py_frames) expected += inside(f.start_ns, f.end_ns);
+  for (const PySample& x : run.samples) expected += inside(x.t_ns, x.t_ns);
+  if (activities != nullptr)
+    for (const Activity& e : activities->events) expected += inside(e.ts_ns, e.ts_ns + e.dur_ns);
+  slices.reserve(std::min(expected, options.max_events + 1024));
 }
 
 bool TraceBuilder::in_window(Slice& s) {
@@ -143,7 +155,7 @@ void TraceBuilder::add_steps(size_t steps_in_window) {
     add_arg(a, "operators", static_cast<int64_t>(st.ops));
     add(std::move(s), a);
   }
-  for (const PhaseSegment& seg : phase_segments(run, sa)) {
+  for (const PhaseSegment& seg : phase_segments(run, sa, steps_in_window)) {
     if (seg.step >= steps_in_window) continue;
     Slice s;
     std::string& a = scratch();

@@ -300,5 +300,39 @@ TEST(LoopSteps, StepsGrowingSlowerAreADriftNotSlowSteps) {
   EXPECT_NE(drift->recommendation.find("`loss` over something that grows every step"), std::string::npos);
 }
 
+// trace.json's phase track sweeps only the steps it shows: the segments of
+// the first k steps are the whole run's, the same pieces (an evaluation
+// pass inside step 11 included), and per step they sum to its breakdown.
+TEST(LoopSteps, PhaseSegmentsOfTheFirstStepsAreTheWholeRunsFirstPieces) {
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  for (int i = 0; i < 20; ++i) {
+    t = train_step(rb, t, 2 * kMs, i);
+    if (i == 9) t = eval_pass(rb, t, 10, i + 1);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  const std::vector<PhaseSegment> all = phase_segments(rb.run, a);
+  ASSERT_FALSE(all.empty());
+  for (size_t k : {size_t{1}, size_t{5}, size_t{11}, size_t{20}, size_t{100}}) {
+    std::vector<PhaseSegment> want;
+    for (const PhaseSegment& s : all)
+      if (s.step < k) want.push_back(s);
+    const std::vector<PhaseSegment> got = phase_segments(rb.run, a, k);
+    ASSERT_EQ(got.size(), want.size()) << k;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].step, want[i].step);
+      EXPECT_EQ(got[i].start_ns, want[i].start_ns);
+      EXPECT_EQ(got[i].end_ns, want[i].end_ns);
+      EXPECT_EQ(got[i].phase, want[i].phase);
+    }
+  }
+  EXPECT_TRUE(phase_segments(rb.run, a, 0).empty());
+  int64_t eval_ns = 0;
+  for (const PhaseSegment& s : phase_segments(rb.run, a, 11))
+    if (s.step == 10 && s.phase == Phase::kEvaluation) eval_ns += s.end_ns - s.start_ns;
+  EXPECT_EQ(eval_ns, a.steps[10].breakdown[Phase::kEvaluation]);
+}
+
 }  // namespace
 }  // namespace torchneck
