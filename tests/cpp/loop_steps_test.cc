@@ -55,9 +55,9 @@ RunBuilder model_run() {
   return rb;
 }
 
-TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
-  // GIVEN 20 training steps with 2 ms data waits; after step 10 an
-  // evaluation pass of 10 batches (60 ms + the final fetch: 61 ms)
+// 20 training steps with 2 ms data waits, an evaluation pass of 10 batches
+// after the 10th.
+RunBuilder run_with_evaluation_pass() {
   RunBuilder rb = model_run();
   int64_t t = 0;
   for (int i = 0; i < 20; ++i) {
@@ -65,6 +65,13 @@ TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
     if (i == 9) t = eval_pass(rb, t, 10, i + 1);
   }
   rb.finish();
+  return rb;
+}
+
+TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
+  // GIVEN 20 training steps with 2 ms data waits; after step 10 an
+  // evaluation pass of 10 batches (60 ms + the final fetch: 61 ms)
+  RunBuilder rb = run_with_evaluation_pass();
   const StepAnalysis a = analyze_steps(rb.run);
   // THEN the steps are the 20 optimizer steps, and the pass is found whole
   EXPECT_EQ(a.source, "optimizer");
@@ -304,13 +311,7 @@ TEST(LoopSteps, StepsGrowingSlowerAreADriftNotSlowSteps) {
 // the first k steps are the whole run's, the same pieces (an evaluation
 // pass inside step 11 included), and per step they sum to its breakdown.
 TEST(LoopSteps, PhaseSegmentsOfTheFirstStepsAreTheWholeRunsFirstPieces) {
-  RunBuilder rb = model_run();
-  int64_t t = 0;
-  for (int i = 0; i < 20; ++i) {
-    t = train_step(rb, t, 2 * kMs, i);
-    if (i == 9) t = eval_pass(rb, t, 10, i + 1);
-  }
-  rb.finish();
+  RunBuilder rb = run_with_evaluation_pass();
   const StepAnalysis a = analyze_steps(rb.run);
   const std::vector<PhaseSegment> all = phase_segments(rb.run, a);
   ASSERT_FALSE(all.empty());
