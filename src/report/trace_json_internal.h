@@ -86,6 +86,7 @@ struct TraceBuilder {
   // Whether it overlaps the window (an end before its start moved to the
   // start); counts it when not. add() checks it too; callers may check
   // first, before they build its name and args.
+  bool overlaps_window(int64_t start, int64_t end) const { return start < window_end && end >= window_start; }
   bool in_window(Slice& s);
   // A name for a slice: `name` itself (it outlives the builder) when short,
   // else its cut copy kept in `owned`.

@@ -88,7 +88,7 @@ void TraceBuilder::reserve_slices(size_t steps_in_window) {
   // several times, and touch fresh pages each time. Sized by what falls in
   // the window (the first steps, by default): sized by the whole run it was
   // ~12 MB at tiny_ops' end, almost all of it never used.
-  const auto inside = [&](int64_t start, int64_t end) { return start < window_end && end >= window_start; };
+  const auto inside = [this](int64_t start, int64_t end) { return overlaps_window(start, end); };
   size_t expected = steps_in_window * 6 + 64;
   for (const OpEvent& e : run.timeline) expected += inside(e.start_ns, e.end_ns);
   size_t module_edges = 0;
@@ -103,7 +103,7 @@ void TraceBuilder::reserve_slices(size_t steps_in_window) {
 
 bool TraceBuilder::in_window(Slice& s) {
   if (s.end < s.start) s.end = s.start;
-  if (s.start < window_end && s.end >= window_start) return true;
+  if (overlaps_window(s.start, s.end)) return true;
   ++outside_window[static_cast<int>(s.cat)];
   return false;
 }
@@ -156,7 +156,6 @@ void TraceBuilder::add_steps(size_t steps_in_window) {
     add(std::move(s), a);
   }
   for (const PhaseSegment& seg : phase_segments(run, sa, steps_in_window)) {
-    if (seg.step >= steps_in_window) continue;
     Slice s;
     std::string& a = scratch();
     s.pid = main_pid;
