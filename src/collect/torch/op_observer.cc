@@ -9,7 +9,7 @@
 //
 // main is registered twice: once for USER_SCOPE (light: always on), once for
 // the other scopes (detail). With --detail=window the detail callbacks and
-// shapes are enabled only in detail windows (core/detail_window.h): torch's
+// shapes are registered only in detail windows (core/detail_window.h): torch's
 // RecordFunction costs ~0.2 us per operator as soon as any callback wants
 // operators, so switching them off between windows is what makes a model of
 // many small operators cheap to profile; user scopes (steps, DataLoader
@@ -199,6 +199,40 @@ inline bool is_fetch(ThreadState* st, uint32_t name_id) {
 // read at its ends only (a few per step), so its cost (a system call,
 // ~0.3 us) stays off the operators' path.
 
+// The detail callbacks are added at a window's start and removed at its
+// end, not disabled and re-enabled: torch copies the global callback list
+// (disabled entries too, under its mutex, into vectors it allocates) every
+// time a thread's RecordFunction state is restored (at::ThreadLocalStateGuard:
+// twice per autograd node, ~12000 times a step on tiny_ops): the two idle
+// callbacks cost ~0.57 M instructions a step there (+2.0 % of the step,
+// callgrind, torch 1.13; docs/overhead.md).
+// With o.detail_mu held (or before the observer is shared).
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn);
+void on_end(const at::RecordFunction& fn, at::ObserverContext*);
+std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn);
+void on_shapes_end(const at::RecordFunction&, at::ObserverContext*);
+
+void add_detail_callbacks(Observer& o) {
+  o.main_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_start, &on_end)
+          .scopes({at::RecordScope::FUNCTION,
+                   at::RecordScope::BACKWARD_FUNCTION,
+                   at::RecordScope::TORCHSCRIPT_FUNCTION}));
+  if (o.options.shape_sample_prob > 0.0 && o.options.max_shapes_per_op > 0) {
+    o.shape_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_shapes, &on_shapes_end)
+            .needsInputs(true)
+            .samplingProb(o.options.shape_sample_prob)
+            .scopes({at::RecordScope::FUNCTION}));
+  }
+}
+
+void remove_detail_callbacks(Observer& o) {
+  for (at::CallbackHandle h : {o.main_handle, o.shape_handle})
+    if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+  o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+}
+
 // A step ended: the detail policy decides whether the next one is
 // detailed, and the detail callbacks are switched to match. Once per step.
 void detail_boundary(int64_t end_ns, uint32_t name_id) {
@@ -213,10 +247,15 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
   }
   const bool on = o.policy.on_boundary(end_ns) || detail_window().keep_on.load(std::memory_order_relaxed);
   if (on == o.detail_on) return;
-  for (at::CallbackHandle h : {o.main_handle, o.shape_handle}) {
-    if (h == at::INVALID_CALLBACK_HANDLE) continue;
-    if (on) at::reenableCallback(h);
-    else at::disableCallback(h);
+  if (on) {
+    try {
+      add_detail_callbacks(o);
+    } catch (const std::exception&) {  // torch refused: the run stays light, never broken
+      remove_detail_callbacks(o);
+      return;
+    }
+  } else {
+    remove_detail_callbacks(o);
   }
   if (on) {
     o.detail_since_ns = end_ns;
@@ -536,21 +575,10 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
   try {
     o.light_handle = at::addGlobalCallback(
         at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
-    o.main_handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(&on_start, &on_end)
-            .scopes({at::RecordScope::FUNCTION,
-                     at::RecordScope::BACKWARD_FUNCTION,
-                     at::RecordScope::TORCHSCRIPT_FUNCTION}));
-    if (options.shape_sample_prob > 0.0 && options.max_shapes_per_op > 0) {
-      o.shape_handle = at::addGlobalCallback(
-          at::RecordFunctionCallback(&on_shapes, &on_shapes_end)
-              .needsInputs(true)
-              .samplingProb(options.shape_sample_prob)
-              .scopes({at::RecordScope::FUNCTION}));
-    }
+    add_detail_callbacks(o);
   } catch (const std::exception& e) {
     g_enabled.store(false, std::memory_order_seq_cst);
-    for (at::CallbackHandle h : {o.light_handle, o.main_handle})
+    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
       if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
     o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
     return fail(std::string("cannot install the RecordFunction observer: ") +
