@@ -1,6 +1,6 @@
 // The operator collector: a global RecordFunction observer (DESIGN.md §4).
-// This header has no torch include; only op_observer.cc and
-// op_observer_collect.cc (through op_observer_state.h) see ATen.
+// This header has no torch include; only op_observer*.cc (through
+// op_observer_state.h) see ATen.
 #pragma once
 
 #include <cstddef>

@@ -249,6 +249,12 @@ void record_arrival(ThreadState* st, const Frame& f, int64_t end_ns);
 void start_collective(ThreadState* st, const at::RecordFunction& fn);
 void end_collective(const at::RecordFunction& fn, int64_t end_ns);
 
+// op_observer_shapes.cc, called from the shape callback: builds the
+// signature of FN's inputs, "[[32, 3, 32, 32], [16], int] float,float"
+// (shapes, other values as their type, then the tensors' dtypes), into
+// st->shape_text. Throws what torch throws for a tensor without sizes.
+void build_signature(ThreadState* st, const at::RecordFunction& fn);
+
 // The pieces recorded so far (safe while the observer runs): the ops and
 // the Works, and how many did not fit.
 void copy_collectives(const Collectives& c, std::vector<CollectivePiece>& ops, std::vector<CollectivePiece>& works,
