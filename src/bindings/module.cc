@@ -192,13 +192,13 @@ class Session {
   // The run's end built the whole run, its analysis and the files in
   // malloc's heap while the script's memory was still held (trace.json's
   // slices, the analysis' intervals: the trim below takes RSS down 17-21 MB
-  // at tiny_ops' end, TORCHNECK_TIMING=1); freed, that
-  // memory stays resident under a trim threshold that never trims (the
-  // benchmarks pin it, as a tuned training job may), and the interpreter's
-  // own teardown, which follows and maps ~15 MB of its own, then peaks on
-  // top of it. Given back here, once: the script has ended, so the heap it
-  // shares is not reshaped under its feet (during the run a trim would make
-  // its next tensors fault their pages in afresh).
+  // at tiny_ops' end, TORCHNECK_TIMING=1). Freed, that memory stays
+  // resident under a trim threshold that never trims (the benchmarks pin it,
+  // as a tuned training job may), and the interpreter's own teardown, which
+  // follows and maps ~15 MB of its own, peaks on top of it. Given back here,
+  // once: the script has ended, so the heap it shares is not reshaped under
+  // its feet (during the run a trim would make its next tensors fault their
+  // pages in afresh).
   static void release_run(Run run) {
     { Run gone = std::move(run); }
     malloc_trim(0);

@@ -253,12 +253,9 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
       remove_detail_callbacks(o);
       return;
     }
-  } else {
-    remove_detail_callbacks(o);
-  }
-  if (on) {
     o.detail_since_ns = end_ns;
   } else {
+    remove_detail_callbacks(o);
     o.detail_spans.emplace_back(o.detail_since_ns, end_ns);
   }
   o.detail_on = on;
