@@ -17,6 +17,13 @@
 // detail costs less than the budget, stays detailed, but for the light
 // steps of a probe now and then (after 20 detailed steps, then 40, ...).
 //
+// A rank of a distributed job follows a fixed schedule instead
+// (lockstep_period): a window every lockstep_period steps, counted from the
+// run's start, whatever the detail costs, so that every rank details the
+// same steps and the cross-rank analysis compares the same collectives with
+// each rank's operators known (analyze/ranks.cc); each rank's measured cost
+// could only be agreed on through a collective of our own.
+//
 // The policy (DetailPolicy) is plain code, tested on its own; the switch
 // (DetailWindow) is the one flag the collectors read.
 #pragma once
@@ -52,7 +59,17 @@ struct DetailPolicyOptions {
   // as under 2 % once), and the probes' light steps cost nothing.
   int64_t recheck_steps = 20;
   int64_t max_recheck_steps = 640;
+  // 0: windows sized by the measured cost, as above. Else a window of
+  // window_steps opens every lockstep_period steps (a rank of a job: the
+  // same steps on every rank), the cost measured but not followed.
+  int64_t lockstep_period = 0;
 };
+
+// The period of the ranks' fixed schedule: the costliest detail measured
+// (tiny_ops: a step +65 % slower, docs/overhead.md), over the 6 steps a
+// reopened window details (its first carries the switch), stays within the
+// 2 % budget: 6 * 0.65 / 0.02 = 195. Detail cheaper than that costs less.
+constexpr int64_t kLockstepPeriod = 200;
 
 // Decides, at each step boundary, whether the next step is detailed.
 class DetailPolicy {
@@ -65,6 +82,7 @@ class DetailPolicy {
     const int64_t d = last_ns_ > 0 ? t_ns - last_ns_ : -1;
     last_ns_ = t_ns;
     ++steps_;
+    if (o_.lockstep_period > 0) return lockstep(d);
     if (on_) {
       ++in_window_;
       // The warm-up steps and the first step of a reopened window (which
@@ -84,6 +102,24 @@ class DetailPolicy {
   }
 
   bool on() const { return on_; }
+  // From the next boundary on, the fixed schedule of a rank
+  // (DetailPolicyOptions::lockstep_period): a process that learns it is a
+  // rank only when the script joins its process group (before any step,
+  // in a usual script; its boundaries are counted from the run's start
+  // all the same, as every rank's are).
+  void set_lockstep(int64_t period) {
+    o_.lockstep_period = period;
+    continuous_ = false;
+  }
+  // Whether the fixed schedule details the step that starts at the
+  // STEPS-th boundary: those before the first window closes (the adaptive
+  // policy's first window: warm-up and window_steps), then 1 + window_steps
+  // from every lockstep_period-th boundary (a reopened window's first step
+  // carries the switch). A function of the count alone: the same on every
+  // rank that counts the same boundaries.
+  bool lockstep_on(int64_t steps) const {
+    return steps < o_.warmup_steps + o_.window_steps || steps % o_.lockstep_period < 1 + o_.window_steps;
+  }
   // The cost of the detail last measured (detailed over light median - 1),
   // NaN until measured; the period chosen from it (0: not yet).
   double measured_cost() const { return cost_; }
@@ -100,11 +136,30 @@ class DetailPolicy {
     return v[v.size() / 2];
   }
 
-  void decide_period() {
-    if (detailed_.empty()) {  // the window had no measurable step: try again after a short gap
-      period_ = steps_ - window_start_ + o_.window_steps;
-      return;
+  // The fixed schedule's boundary: the step times are kept as the adaptive
+  // policy keeps them, and the cost measured from them (measured_cost), but
+  // not followed.
+  bool lockstep(int64_t d) {
+    const bool was = on_;
+    on_ = lockstep_on(steps_);
+    period_ = o_.lockstep_period;
+    if (was) {
+      ++in_window_;
+      if (d > 0 && in_window_ > first_measured()) detailed_.push_back(d);
+      if (!on_) ++windows_, light_.clear();
+    } else {
+      if (d > 0) light_.push_back(d);
+      if (static_cast<int64_t>(light_.size()) == o_.light_probe_steps && !detailed_.empty()) {
+        measure_cost();
+        detailed_.clear();
+      }
     }
+    if (on_ && !was) open();
+    return on_;
+  }
+
+  // cost_ from the window's last steps against the light probe's.
+  void measure_cost() {
     // The window's last steps only, those next to the light steps: in a
     // long window (a recheck's 20 steps and more), a trend in the step time
     // (state that grows) would otherwise be taken for the detail's cost,
@@ -114,6 +169,14 @@ class DetailPolicy {
     const double det = static_cast<double>(median(detailed_));
     const double light = static_cast<double>(median(light_));
     cost_ = light > 0 ? std::max(0.0, det / light - 1.0) : 0.0;
+  }
+
+  void decide_period() {
+    if (detailed_.empty()) {  // the window had no measurable step: try again after a short gap
+      period_ = steps_ - window_start_ + o_.window_steps;
+      return;
+    }
+    measure_cost();
     detailed_.clear();
     if (cost_ <= o_.budget) {
       // Detail costs less than the budget: keep it on, and measure it again

@@ -126,6 +126,56 @@ TEST(DetailPolicy, WindowsAreNeverCloserThanTheProbeNeeds) {
   EXPECT_EQ(p.period(), 1 + 5 + 3);
 }
 
+TEST(DetailPolicy, RanksOnTheFixedScheduleDetailTheSameStepsWhateverTheirCost) {
+  // GIVEN two ranks on the fixed schedule, one whose detail costs 1 % of a
+  // step (the adaptive policy would keep it on), one whose detail costs 50 %
+  DetailPolicyOptions o;
+  o.lockstep_period = 100;
+  DetailPolicy cheap(o), costly(o);
+  // WHEN 450 steps run
+  const std::vector<bool> a = drive(cheap, 450, 101 * kMs / 100, kMs);
+  const std::vector<bool> b = drive(costly, 450, 3 * kMs / 2, kMs);
+  // THEN both detail the same steps: the first window (set-up's boundary,
+  // then steps 0-5), then steps 99-104, 199-204, ... (from every 100th
+  // boundary, 1 + 5 steps)
+  EXPECT_EQ(a, b);
+  for (int k = 0; k < 450; ++k) {
+    const bool expected = k <= 5 || ((k + 1) % 100) < 6;
+    EXPECT_EQ(a[k], expected) << k;
+  }
+  EXPECT_EQ(count(a), 6u + 4 * 6u);
+  EXPECT_FALSE(cheap.continuous());
+  // AND each measured its own cost, which neither followed
+  EXPECT_NEAR(costly.measured_cost(), 0.5, 1e-9);
+  EXPECT_NEAR(cheap.measured_cost(), 0.01, 1e-9);
+  EXPECT_EQ(costly.period(), 100);
+}
+
+TEST(DetailPolicy, AProcessThatLearnsItIsARankLaterJoinsTheSchedule) {
+  // GIVEN a process on the adaptive policy that joins a process group
+  // after 60 steps (its detail cheap: on since), and a rank on the fixed
+  // schedule from the start
+  DetailPolicyOptions o;
+  o.lockstep_period = 100;
+  DetailPolicy late, rank(o);
+  const std::vector<bool> before = drive(late, 60, 101 * kMs / 100, kMs);
+  const std::vector<bool> rank_before = drive(rank, 60, 101 * kMs / 100, kMs);
+  EXPECT_NE(before, rank_before);
+  late.set_lockstep(100);
+  // WHEN both go on for 250 steps
+  std::vector<bool> x, y;
+  int64_t t = 1'000 * kMs;
+  for (int i = 0; i < 250; ++i) {
+    t += kMs;
+    x.push_back(late.on_boundary(t));
+    y.push_back(rank.on_boundary(t));
+  }
+  // THEN from the switch on they detail the same steps, the schedule's
+  EXPECT_EQ(x, y);
+  EXPECT_EQ(count(x), 3 * 6u);  // from boundaries 100, 200 and 300
+  EXPECT_FALSE(late.continuous());
+}
+
 // Step k of a run: a 1 ms fetch, module forward 3 ms with its operator,
 // backward node 4 ms, SGD.step 2 ms (10 ms). Without detail only the
 // fetch and SGD.step (user scopes) are in the run.
