@@ -122,6 +122,27 @@ double clock_at(const std::vector<StepClock>& v, int64_t t, int64_t StepClock::*
   return static_cast<double>(a.*field) + f * static_cast<double>(b.*field - a.*field);
 }
 
+// Of the COMPARED steps (steady on every rank), those whose every rank's
+// operators are known: all of them without detail windows; under windows,
+// the indices below COMMON detailed on every rank and steady or left out
+// for the detail's cost (Step::detail_excluded) on every rank.
+std::vector<size_t> steps_known_to_every_rank(const std::vector<const Run*>& runs,
+                                              const std::vector<const StepAnalysis*>& steps, size_t common,
+                                              const std::vector<size_t>& compared) {
+  const bool windows = std::any_of(runs.begin(), runs.end(), [](const Run* r) { return r->detail_mode == "window"; });
+  if (!windows) return compared;
+  std::vector<size_t> out;
+  for (size_t i = 0; i < common; ++i) {
+    bool known = true;
+    for (const StepAnalysis* a : steps) {
+      const Step& st = a->steps[i];
+      known = known && st.detailed && (st.steady || st.detail_excluded);
+    }
+    if (known) out.push_back(i);
+  }
+  return out;
+}
+
 }  // namespace
 
 double median_value(std::vector<double> v) {
@@ -288,6 +309,24 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     a.notes.push_back("no step is steady on every rank: the ranks' steps are not compared");
     return a;
   }
+  // Under detail windows a rank's operators are known in its windows only,
+  // and outside them the time it computed while a collective was pending
+  // (DDP's all-reduce under backward) would pass for waiting: its waits are
+  // measured in the steps every rank detailed (the same on every rank: a
+  // rank's windows are on a fixed schedule, core/detail_window.h), steady
+  // or left out of the time statistics for the detail's cost (which every
+  // rank carries alike), the rest of its step over every compared step.
+  const std::vector<size_t> wait_steps = steps_known_to_every_rank(runs, steps, common_steps, compared);
+  if (wait_steps.size() != compared.size()) {
+    if (wait_steps.empty())
+      a.notes.push_back("no step was detailed on every rank: the collectives' waits include what the ranks "
+                        "computed meanwhile outside their detail windows");
+    else
+      a.notes.push_back("the collectives' waits are over the " + std::to_string(wait_steps.size()) +
+                        " steps every rank detailed (its own operators known), the rest over all " +
+                        std::to_string(compared.size()));
+  }
+  const std::vector<size_t>& waited = wait_steps.empty() ? compared : wait_steps;
   for (size_t r = 0; r < n; ++r) {
     const Run& run = *runs[r];
     const std::vector<Interval> busy = own_work(run, a.clock_offset_ns[r]);
@@ -307,18 +346,22 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
       runqueue_known = runqueue_known && q0 >= 0 && q1 >= 0;
       cpu += c1 - c0;
       runqueue += q1 - q0;
-      const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
       step += static_cast<double>(st.duration());
       data += static_cast<double>(st.breakdown[Phase::kData]);
+    }
+    for (size_t i : waited) {
+      const Step& st = steps[r]->steps[i];
+      const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
       w += static_cast<double>(measure_minus(wait, busy, lo, hi));
       all += static_cast<double>(measure_minus(comm, busy, lo, hi));
     }
     const double k = static_cast<double>(compared.size());
+    const double kw = static_cast<double>(waited.size());
     s.steps = compared.size();
     s.step_ns = step / k;
     s.data_ns = data / k;
-    s.wait_ns = w / k;
-    s.transfer_ns = std::max(0.0, all - w) / k;
+    s.wait_ns = w / kw;
+    s.transfer_ns = std::max(0.0, all - w) / kw;
     s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
     if (cpu_known) s.cpu_ns = cpu / k;
     if (runqueue_known) s.runqueue_ns = runqueue / k;

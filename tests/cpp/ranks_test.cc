@@ -180,6 +180,91 @@ TEST(Ranks, TheFirstRankToFailIsNamed) {
   EXPECT_NE(a.failure.find("rank 1 failed first: exception"), std::string::npos) << a.failure;
 }
 
+// Two ranks of 20 steps of 100 ms whose all-reduce is pending while they
+// compute (DDP's, under backward): rank 0 enqueues it at 10 ms and computes
+// until 40 ms; rank 1 computes until 70 ms and enqueues it then; it
+// completes at 75 ms, then each runs its optimizer to 100 ms. Rank 0's
+// wait is 40-70 ms. Detail windows: the operators are recorded in the
+// steps for which DETAILED(rank, step) holds only.
+Job async_job(bool (*detailed)(size_t rank, int64_t step)) {
+  Job j;
+  for (size_t r = 0; r < 2; ++r) {
+    Run run;
+    run.rank.rank = static_cast<int64_t>(r);
+    run.rank.host = "h";
+    run.strings = {"aten::mm", "c10d::allreduce_"};
+    run.threads.resize(1);
+    run.detail_mode = "window";
+    StepAnalysis sa;
+    for (int64_t i = 0; i < 20; ++i) {
+      const int64_t t0 = i * 100 * kMs;
+      const int64_t enqueue = t0 + (r == 0 ? 10 : 70) * kMs, computed = t0 + (r == 0 ? 40 : 70) * kMs;
+      const int64_t done = t0 + 75 * kMs;
+      Step s;
+      s.start_ns = t0;
+      s.end_ns = t0 + 100 * kMs;
+      s.steady = i > 0;
+      s.detailed = detailed(r, i);
+      s.breakdown.ns[static_cast<int>(Phase::kBackward)] = 100 * kMs;
+      if (s.detailed) {
+        OpEvent op{};
+        op.start_ns = t0;
+        op.end_ns = computed;
+        run.timeline.push_back(op);
+        OpEvent after{};
+        after.start_ns = done;
+        after.end_ns = s.end_ns;
+        run.timeline.push_back(after);
+      }
+      run.collectives.push_back(CollectiveEvent{enqueue, done, 4 << 20, 1, 0});
+      sa.steps.push_back(s);
+    }
+    run.run.ending = run_ending_from_string("finished");
+    j.runs.push_back(std::move(run));
+    j.steps.push_back(std::move(sa));
+  }
+  return j;
+}
+
+TEST(Ranks, UnderDetailWindowsTheWaitsAreMeasuredWhereEveryRanksOperatorsAreKnown) {
+  // GIVEN both ranks detailed in steps 0-6 and 12-15 (the fixed schedule:
+  // the same steps on both), their operators unknown in the others
+  const Job j = async_job([](size_t, int64_t i) { return i < 7 || (i >= 12 && i < 16); });
+  // WHEN the ranks are compared
+  const RankAnalysis a = compare(j);
+  // THEN every steady step is compared, and rank 0's wait is its 30 ms,
+  // not the 60 ms its all-reduce was pending: the time it computed meanwhile
+  // is known in the detailed steps, where the waits are measured
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.steps, 19u);
+  EXPECT_NEAR(a.ranks[0].wait_ns, 30.0 * kMs, 1);
+  EXPECT_NEAR(a.ranks[1].wait_ns, 0, 1);
+  EXPECT_NEAR(a.ranks[0].transfer_ns, 5.0 * kMs, 1);
+  EXPECT_NEAR(a.ranks[1].compute_ns - a.ranks[0].compute_ns, 30.0 * kMs, 1);
+  bool said = false;
+  for (const std::string& n : a.notes) said = said || n.find("over the 10 steps every rank detailed") != std::string::npos;
+  EXPECT_TRUE(said);
+  // AND the straggler is rank 1, for its compute
+  const std::vector<Finding> f = rank_findings(a);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "straggler");
+  EXPECT_EQ(*f[0].rank, 1);
+}
+
+TEST(Ranks, WindowsOnDifferentStepsOnEachRankAreSaidToOverstateTheWaits) {
+  // GIVEN windows that never cover the same step on both ranks (each
+  // rank's own adaptive policy)
+  const Job j = async_job([](size_t r, int64_t i) { return (i % 2 == 0) == (r == 0); });
+  const RankAnalysis a = compare(j);
+  // THEN the waits are over every step, and said to include the computing
+  // they could not see
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_GT(a.ranks[0].wait_ns, 30.0 * kMs + 1);
+  bool said = false;
+  for (const std::string& n : a.notes) said = said || n.find("no step was detailed on every rank") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 std::string_view name_of(uint32_t id, const void* ctx) {
   return (*static_cast<const std::vector<std::string>*>(ctx))[id];
 }
