@@ -495,8 +495,10 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         output.held.pop(placed[0] if placed else out_dir, None)
         if spawns is not None:
             spawns.said_own_report(placed[0])
-    elif out_dir in output.held:  # run --try: the experiments, then the report with them
+    elif out_dir in output.held and options.try_setting:  # run --try: the experiments, then the report with them
         _experiments(_torchneck, options, target, out_dir, profiled_wall[0] if profiled_wall else 0.0)
+    elif out_dir in output.held:  # a process that joined a process group of its own: its report, shown now
+        output.show(output.held.pop(out_dir))
     # The script's module stays sys.modules["__main__"]: its atexit handlers
     # and objects pickled by reference still find it.
     sys.argv, sys.path[:] = saved_argv, saved_path
