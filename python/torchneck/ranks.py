@@ -86,7 +86,9 @@ class RankWatch:
     """The rank as the environment says and init_process_group confirms.
 
     on_init, when set, is called with the rank once init_process_group has
-    returned (spawned.py names the rank's folder then). rebind_in: module
+    returned (spawned.py names the rank's folder then); so are the
+    callables in on_joined, with the rank and the world size (the runner
+    puts the detail windows on a rank's schedule). rebind_in: module
     namespaces (dicts) whose own name for init_process_group (`from
     torch.distributed import init_process_group`, bound before install) is
     pointed at the watch too, for the length of the run (a spawned process
@@ -98,6 +100,7 @@ class RankWatch:
         self.backend = ""
         self.init_method = ""
         self.on_init = None
+        self.on_joined = []
         self.rebind_in = ()
         self._wrapped = None
         self._rebound = []
@@ -132,6 +135,8 @@ class RankWatch:
                 watch.init_method = _init_method(args, kwargs)
                 if watch.on_init is not None:
                     watch.on_init(watch.rank)
+                for joined in watch.on_joined:
+                    joined(watch.rank, watch.world_size)
             except Exception:  # noqa: BLE001 - facts only; never break the script
                 pass
             return result

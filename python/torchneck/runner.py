@@ -269,20 +269,24 @@ def run(options):
 
 
 def _detail_mode(options, job, rank):
-    """--detail (auto by default): auto is window, except for a rank of a distributed job:
-    each rank's windows follow its own measured cost, so they would cover
-    different steps on different ranks, and the cross-rank comparison
-    needs the same collectives on every rank; and except for a run with a
+    """--detail (auto by default): auto is window, except for a run with a
     GPU window, whose steps the detail windows do not yet follow: its
-    per-layer GPU times need the module calls inside it (docs/overhead.md)."""
-    if options.detail != "auto":
-        return options.detail
+    per-layer GPU times need the module calls inside it (docs/overhead.md).
+    A rank of a distributed job (auto or window) has its windows on the
+    fixed schedule ("lockstep", core/detail_window.h), not sized by its own
+    measured cost: every rank then details the same steps, which the
+    cross-rank comparison needs; a process that learns it is a rank when
+    it joins its process group switches then (RankWatch.on_joined)."""
+    if options.detail == "full":
+        return "full"
     try:
         world = int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
         world = 1
     if job is not None or rank is not None or world > 1:
-        return "full"
+        return "lockstep"
+    if options.detail == "window":
+        return "window"
     if options.gpu == "on":
         return "full"
     if options.gpu == "auto":
@@ -349,10 +353,12 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     facts.on_dataloader = worker_profiling.on_dataloader
     graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0])
     facts.on_optimizer = graphs.watch
-    if options.ops and detail == "window":
+    if options.ops and detail != "full":
         # Between detail windows the module hooks are removed, not idle:
         # global hooks slow every module call (docs/overhead.md).
         graphs.step_listeners.append(lambda steps: _torchneck.sync_module_hooks())
+    if detail == "window":
+        watch.on_joined.append(lambda rank, world: _torchneck.detail_lockstep() if world > 1 else None)
     facts.install()
     backward = backward_scope.BackwardScope().install(_torchneck) if options.ops else None
     watch.install()

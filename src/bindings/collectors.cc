@@ -19,6 +19,7 @@ class OpCollector final : public Collector {
     options_.timeline_events_per_thread = o.timeline_events_per_thread;
     options_.shape_sample_prob = o.shape_sample_prob;
     options_.detail_windows = o.detail_windows;
+    options_.detail.lockstep_period = o.detail_lockstep_period;
   }
   const char* name() const override { return "operator observer"; }
   bool python_side() const override { return false; }

@@ -21,6 +21,8 @@ struct CollectorOptions {
   size_t timeline_events_per_thread = size_t{1} << 19;
   double shape_sample_prob = 0.05;
   bool detail_windows = true;  // --detail=window (core/detail_window.h); false: --detail=full
+  // A rank's windows: the fixed schedule's period (kLockstepPeriod), 0: sized by their cost.
+  int64_t detail_lockstep_period = 0;
   int64_t memory_interval_ms = 100;  // resident memory sampling, 0: off
   // GPU sampling through NVML, 0: off (the one switch: --nvml-interval-ms=0,
   // DataLoader workers, and a run with the GPU side off all set it to 0).

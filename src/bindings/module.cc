@@ -404,8 +404,9 @@ PYBIND11_MODULE(_torchneck, m) {
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
                        int64_t timeline_steps, int64_t trace_steps, size_t top, int64_t memory_interval_ms,
                        bool gc, int64_t nvml_interval_ms, const std::string& detail) {
-             if (detail != "window" && detail != "full")
-               throw std::invalid_argument("detail must be \"window\" or \"full\"");
+             // lockstep: windows on the fixed schedule of a rank (core/detail_window.h).
+             if (detail != "window" && detail != "full" && detail != "lockstep")
+               throw std::invalid_argument("detail must be \"window\", \"lockstep\" or \"full\"");
              if (memory_interval_ms < 0) throw std::invalid_argument("memory_interval_ms must be >= 0");
              if (nvml_interval_ms < 0) throw std::invalid_argument("nvml_interval_ms must be >= 0");
              SessionOptions o;
@@ -421,7 +422,8 @@ PYBIND11_MODULE(_torchneck, m) {
              o.collect.memory_interval_ms = memory_interval_ms;
              o.collect.gc = gc;
              o.collect.nvml_interval_ms = nvml_interval_ms;
-             o.collect.detail_windows = detail == "window";
+             o.collect.detail_windows = detail != "full";
+             o.collect.detail_lockstep_period = detail == "lockstep" ? kLockstepPeriod : 0;
              return new Session(o);
            }),
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
@@ -475,6 +477,10 @@ PYBIND11_MODULE(_torchneck, m) {
   // At each optimizer step's end (python/torchneck/runner.py): the module
   // hooks follow the detail windows.
   m.def("sync_module_hooks", [] { sync_module_scopes_with_detail(); });
+  // When the script joins a process group of more than one rank
+  // (python/torchneck/ranks.py): the detail windows follow a rank's fixed
+  // schedule from then on.
+  m.def("detail_lockstep", [] { detail_lockstep(kLockstepPeriod); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, TOOL, load_profile, script
-from test_distributed import DELAY_MS, ENV, EXCESS_TOLERANCE, check_ranks_against_truth, ids
+from test_distributed import DELAY_MS, ENV, EXCESS_TOLERANCE, check_ranks_against_truth, free_port, ids
 
 SPAWN = script(os.path.join("dist", "spawn_train.py"))
 
@@ -103,6 +103,31 @@ def test_ranks_the_script_joins_itself_are_merged_when_joined(tmp_path):
     assert rank_folders(out) == ["rank-0", "rank-1"]
     assert [x["rank"] for x in load_profile(out)["ranks"]] == [0, 1]
     assert os.path.exists(os.path.join(out, "launcher", "report.txt"))
+
+
+def detailed_steps(out):
+    return [s["detailed"] for s in load_profile(out)["steps"]["per_step"]]
+
+
+def test_ranks_that_learn_their_rank_when_they_join_detail_the_same_steps(tmp_path):
+    # GIVEN two ranks each started by hand, plain `torchneck run`, with no
+    # RANK/WORLD_SIZE: they learn they are ranks in init_process_group
+    url = f"tcp://127.0.0.1:{free_port()}"
+    outs = [str(tmp_path / f"r{r}") for r in (0, 1)]
+    procs = [subprocess.Popen([TOOL, "run", "-o", outs[r], SPAWN, "--as-rank", str(r), "--dist-url", url,
+                               "--steps", "215"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in (0, 1)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-3000:] for _, e in results]
+    # THEN their detail windows are on the same steps, a rank's fixed
+    # schedule (docs/overhead.md): the first window (set-up, warm-up and 5
+    # steps), then 6 steps from the 200th, whatever each measured the
+    # detail to cost
+    d = [detailed_steps(o) for o in outs]
+    assert len(d[0]) == len(d[1]) == 215
+    assert d[0] == d[1]
+    assert [k for k, on in enumerate(d[0]) if on] == list(range(7)) + list(range(200, 206))
+    assert all(load_profile(o)["steps"]["detail"] == "window" for o in outs)
 
 
 def test_forked_ranks_are_not_profiled_and_it_says_why(tmp_path):

@@ -443,6 +443,13 @@ void stop_locked(Observer& o) {
 
 using namespace op_observer_detail;  // NOLINT: this file's own state
 
+void detail_lockstep(int64_t period) {
+  Observer& o = observer();
+  if (!o.options.detail_windows || period <= 0) return;
+  std::lock_guard<std::mutex> lock(o.detail_mu);
+  o.policy.set_lockstep(period);
+}
+
 bool start_op_observer(const OpObserverOptions& options, std::string* error) {
   Observer& o = observer();
   std::lock_guard<std::mutex> lock(o.mu);

@@ -72,6 +72,11 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns);
 void* open_user_scope(const char* name);
 void close_user_scope(void* scope);
 
+// A running observer's detail windows follow a rank's fixed schedule from
+// the next step boundary on (DetailPolicy::set_lockstep): the process has
+// joined a process group of more than one rank. Nothing without windows.
+void detail_lockstep(int64_t period);
+
 // Stops the observer and drops every thread's data without merging it (a
 // forked DataLoader worker drops what it inherited from its parent).
 void discard_op_observer();

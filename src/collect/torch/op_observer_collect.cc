@@ -53,10 +53,23 @@ std::string_view interned_name(uint32_t id, const void*) { return StringInterner
 
 // The collectives so far (op_observer_state.h), each arrival with its
 // Work's completion (model/collectives.h), replacing any earlier copy.
+// Under detail windows (run.detail_spans, set before) an arrival is seen
+// in the windows only: the dispatcher op is an operator, the Work a user
+// scope seen throughout; the Works that started outside every window go
+// with no op seen, and are left out before pairing.
 void add_collectives(Run& run, const Collectives& c) {
   std::vector<CollectivePiece> ops, works;
   uint64_t dropped = 0, unpaired = 0;
   copy_collectives(c, ops, works, &dropped);
+  if (run.detail_mode == "window") {
+    const auto& spans = run.detail_spans;  // by time, disjoint
+    auto outside = [&spans](const CollectivePiece& w) {
+      auto it = std::upper_bound(spans.begin(), spans.end(), w.start_ns,
+                                 [](int64_t t, const std::pair<int64_t, int64_t>& s) { return t < s.second; });
+      return it == spans.end() || it->first > w.start_ns;
+    };
+    works.erase(std::remove_if(works.begin(), works.end(), outside), works.end());
+  }
   run.collectives = pair_collectives(std::move(ops), std::move(works), &interned_name, nullptr, &unpaired);
   run.dropped_collectives = dropped;
   const uint64_t untracked = c.untracked.load(std::memory_order_relaxed);
@@ -117,10 +130,10 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
   merger.finish(run.ops, o.options.max_shapes_per_op);
   std::sort(run.timeline.begin() + static_cast<std::ptrdiff_t>(first_event), run.timeline.end(),
             timeline_order);
-  add_collectives(run, o.collectives);
   run.dropped_events += dropped;
   run.detail_mode = o.options.detail_windows ? "window" : "full";
   run.detail_spans = detail_spans_of(o, now_ns());
+  add_collectives(run, o.collectives);
   if (missed > 0)
     run.notes.push_back("operator observer: " + std::to_string(missed) +
                         " threads were inside a callback when this snapshot was taken and are left out of it");
@@ -153,9 +166,9 @@ void collect_op_observer(Run& run) {
   }
   std::sort(run.timeline.begin(), run.timeline.end(), timeline_order);
   run.dropped_events += dropped;
-  add_collectives(run, o.collectives);
   run.detail_mode = o.options.detail_windows ? "window" : "full";
   run.detail_spans = detail_spans_of(o, -1);  // stop closed the last one
+  add_collectives(run, o.collectives);
   if (unfinished > 0) {
     run.notes.push_back(
         "operator observer: " + std::to_string(unfinished) +

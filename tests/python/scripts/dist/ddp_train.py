@@ -15,6 +15,11 @@ modes:
   kill           rank --slow-rank kills itself with SIGKILL at step --crash-step
                  (an out-of-memory kill: no Python code runs after it)
 
+--model tiny: in place of the MLP of three 256-wide layers, a deep stack of
+Linear(8, 8) blocks with elementwise ops (examples/tiny_ops.py's model,
+~2 us per operator): the detail's costliest case, for the overhead
+benchmark (benchmarks/distributed/overhead).
+
 Run as a script, the process group comes from the launcher's environment
 (env://); spawn_train.py imports parse_args and train to run the same loop
 in processes that torch.multiprocessing.spawn starts.
@@ -41,6 +46,7 @@ def parse_args(argv=None, parser=None):
     p.add_argument("--delay-ms", type=float, default=30.0)
     p.add_argument("--crash-step", type=int, default=8)
     p.add_argument("--truth", default="")
+    p.add_argument("--model", default="mlp", choices=["mlp", "tiny"])
     return p.parse_args(argv)
 
 
@@ -60,6 +66,21 @@ class Data(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return self.x[i], self.y[i]
+
+
+class TinyBlock(nn.Module):
+    """examples/tiny_ops.py's block: a few operators on 8-element rows."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.scale = nn.Parameter(torch.full((width,), 0.5))
+
+    def forward(self, x):
+        h = self.fc(x)
+        for _ in range(2):
+            h = torch.tanh(h) * self.scale + 0.1
+        return torch.relu(h) + x
 
 
 def rss_mib():
@@ -82,9 +103,13 @@ def train(args):
             planted.append(delay)
         return torch.stack([x for x, _ in items]), torch.stack([y for _, y in items])
 
-    width, batch = 256, 64
-    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                          nn.Linear(width, 10))
+    if args.model == "tiny":
+        width, batch = 8, 8
+        model = nn.Sequential(*[TinyBlock(width) for _ in range(48)], nn.Linear(width, 10))
+    else:
+        width, batch = 256, 64
+        model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                              nn.Linear(width, 10))
     # comm_heavy: besides DDP's gradients, a 24 MB buffer all-reduced every
     # step (statistics synchronised by hand): more transfer than arithmetic.
     synced = torch.zeros(6_000_000) if args.mode == "comm_heavy" else None

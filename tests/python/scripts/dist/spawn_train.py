@@ -10,6 +10,9 @@ rank (no RANK/WORLD_SIZE in the environment). The options are ddp_train's
                       its spawn indices: imagenet's are node_rank*N + i)
   --no-join           start_processes(join=False), then the script joins
   --start-method M    start_processes(start_method=M) (spawn)
+  --as-rank R         no spawn: this process is rank R of --nprocs, each
+                      started by hand (the process learns it is a rank
+                      only when it joins the group)
 """
 import argparse
 import os
@@ -46,10 +49,13 @@ if __name__ == "__main__":
     p.add_argument("--reverse-ranks", action="store_true")
     p.add_argument("--no-join", action="store_true")
     p.add_argument("--start-method", default="spawn")
+    p.add_argument("--as-rank", type=int, default=-1)
     arguments = ddp_train.parse_args(parser=p)
     arguments.dist_url = arguments.dist_url or free_url()
     n = arguments.nprocs
-    if arguments.no_join or arguments.start_method != "spawn":
+    if arguments.as_rank >= 0:
+        worker(arguments.as_rank, arguments, n)
+    elif arguments.no_join or arguments.start_method != "spawn":
         context = mp.start_processes(worker, args=(arguments, n), nprocs=n, join=not arguments.no_join,
                                      start_method=arguments.start_method)
         while arguments.no_join and not context.join():
