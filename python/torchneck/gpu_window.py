@@ -18,7 +18,12 @@ What records what (docs/coexistence.md): torchneck's RecordFunction
 observer stays on throughout, Kineto adds its own callbacks for the window
 only, and torch runs both for every operator. A script that runs
 torch.profiler itself keeps it: the window yields (it is not opened, or it
-is closed before the script's profiler starts), with a note."""
+is closed before the script's profiler starts), with a note.
+
+Under detail windows (docs/overhead.md) the observer's operator detail is
+held on (hold_detail) from the moment a window is to come until it closes:
+the window's operators, which the clocks are aligned on, and its per-layer
+GPU times need ours and the module calls; the detail windows go on after."""
 
 import os
 import sys
@@ -61,8 +66,9 @@ def _cuda_peaks():
 
 
 class GpuWindow:
-    def __init__(self, mode, steps, out_dir, guard):
+    def __init__(self, mode, steps, out_dir, guard, hold_detail=None):
         self.mode = mode
+        self._hold_detail = hold_detail  # native: detail on (True) until let go (False)
         self.requested = steps
         self.out_dir = out_dir
         self.guard = guard
@@ -105,11 +111,20 @@ class GpuWindow:
             return
         self.activities = ["cpu"] + (["cuda"] if cuda else [])
         self._tp = tp
+        self._hold(True)
         self.guard.script_profiler_hook = self._yield_to_script
         graphs.step_listeners.append(self._on_step)
 
     def _give_up(self, state, note):
         self.state, self.note, self._done = state, note, True
+        self._hold(False)
+
+    def _hold(self, on):
+        if self._hold_detail is not None:
+            try:
+                self._hold_detail(on)
+            except Exception:  # noqa: BLE001 - the detail's schedule, never the script's failure
+                pass
 
     # -- the window --------------------------------------------------------------
 
@@ -156,12 +171,16 @@ class GpuWindow:
     def _stop(self, last_step, note):
         self.last_step = last_step
         self._open, self._done = False, True
-        with self.guard.own_calls():
-            self._prof.stop()
+        try:
+            with self.guard.own_calls():
+                self._prof.stop()
+        finally:
+            self._hold(False)
         self.end_ns = time.monotonic_ns()  # with the stop's cost: the step it lands in is not steady either
         self.state, self.note = "recorded", note
 
     def _fail(self, why):
+        self._hold(False)
         self._open, self._done = False, True
         self._prof = None
         self.state, self.note = "failed", f"torch.profiler failed: {why}"

@@ -269,14 +269,16 @@ def run(options):
 
 
 def _detail_mode(options, job, rank):
-    """--detail (auto by default): auto is window, except for a run with a
-    GPU window, whose steps the detail windows do not yet follow: its
-    per-layer GPU times need the module calls inside it (docs/overhead.md).
+    """--detail (auto by default): auto is window (docs/overhead.md); with
+    a GPU window the detail is held on until it closes (gpu_window.py).
     A rank of a distributed job (auto or window) has its windows on the
     fixed schedule ("lockstep", core/detail_window.h), not sized by its own
     measured cost: every rank then details the same steps, which the
     cross-rank comparison needs; a process that learns it is a rank when
-    it joins its process group switches then (RankWatch.on_joined)."""
+    it joins its process group switches then (RankWatch.on_joined). A rank
+    with a GPU window is detailed throughout under auto: each rank's GPU
+    window opens when its own steps settle, and holding the detail on for
+    it would leave the ranks' schedules apart."""
     if options.detail == "full":
         return "full"
     try:
@@ -284,19 +286,21 @@ def _detail_mode(options, job, rank):
     except ValueError:
         world = 1
     if job is not None or rank is not None or world > 1:
-        return "lockstep"
-    if options.detail == "window":
-        return "window"
+        return "full" if options.detail == "auto" and _gpu_window_expected(options) else "lockstep"
+    return "window"
+
+
+def _gpu_window_expected(options):
+    """Whether the GPU window may open: --gpu=on, or auto with CUDA."""
     if options.gpu == "on":
-        return "full"
+        return True
     if options.gpu == "auto":
         try:
             import torch
-            if torch.cuda.is_available():
-                return "full"
+            return bool(torch.cuda.is_available())
         except Exception:  # noqa: BLE001 - a broken CUDA install is no GPU (gpu_window.py)
-            pass
-    return "window"
+            return False
+    return False
 
 
 def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
@@ -369,7 +373,8 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     if spawns is not None:
         spawns.install()
     guard = coexist.Guard(options)
-    window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard)
+    window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard,
+                                  hold_detail=_torchneck.hold_detail if detail == "window" else None)
     died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)

@@ -481,6 +481,9 @@ PYBIND11_MODULE(_torchneck, m) {
   // (python/torchneck/ranks.py): the detail windows follow a rank's fixed
   // schedule from then on.
   m.def("detail_lockstep", [] { detail_lockstep(kLockstepPeriod); });
+  // The GPU window (python/torchneck/gpu_window.py): detail held on from
+  // when a window is to come until it closes (core/detail_window.h).
+  m.def("hold_detail", [](bool on) { detail_window().held.store(on, std::memory_order_relaxed); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

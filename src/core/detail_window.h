@@ -78,11 +78,29 @@ class DetailPolicy {
 
   // A step ended at t_ns (a boundary: Optimizer.step / ProfilerStep end).
   // Returns whether detail is on for the step that starts now.
-  bool on_boundary(int64_t t_ns) {
+  // HELD: something else needs the detail on now (the GPU window, whose
+  // trace's operators and per-layer GPU times need ours): it stays on,
+  // unmeasured; once let go, the held stretch counts as a window, and a
+  // window of the usual steps follows it and is measured. Not on the fixed
+  // schedule, which every rank must keep.
+  bool on_boundary(int64_t t_ns, bool held = false) {
     const int64_t d = last_ns_ > 0 ? t_ns - last_ns_ : -1;
     last_ns_ = t_ns;
     ++steps_;
     if (o_.lockstep_period > 0) return lockstep(d);
+    if (held) {
+      held_ = on_ = true;
+      return true;
+    }
+    if (held_) {
+      held_ = false;
+      ++windows_;
+      detailed_.clear();
+      light_.clear();
+      continuous_ = false;
+      open();
+      return on_;
+    }
     if (on_) {
       ++in_window_;
       // The warm-up steps and the first step of a reopened window (which
@@ -200,6 +218,7 @@ class DetailPolicy {
 
   DetailPolicyOptions o_;
   bool on_ = true;
+  bool held_ = false;
   bool continuous_ = false;
   int64_t last_ns_ = 0;
   int64_t steps_ = 0;
@@ -227,6 +246,9 @@ struct DetailWindow {
   // compiled regions are counted per call from the module hooks, which
   // stay registered for Dynamo's sake anyway.
   std::atomic<bool> keep_on{false};
+  // Set while the GPU window is to come or open (python/torchneck/
+  // gpu_window.py): detail stays on until it closes (DetailPolicy's HELD).
+  std::atomic<bool> held{false};
 };
 
 inline DetailWindow& detail_window() {

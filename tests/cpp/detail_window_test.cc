@@ -176,6 +176,40 @@ TEST(DetailPolicy, AProcessThatLearnsItIsARankLaterJoinsTheSchedule) {
   EXPECT_FALSE(late.continuous());
 }
 
+TEST(DetailPolicy, DetailHeldOnStaysOnAndAMeasuredWindowFollowsItsRelease) {
+  // GIVEN costly detail (+50 %) held on (the GPU window, to come then
+  // open) for the first 15 steps
+  DetailPolicy p;
+  std::vector<bool> on;
+  int64_t t = 1;
+  bool now = true;
+  p.on_boundary(t, true);
+  for (int i = 0; i < 400; ++i) {
+    t += now ? 3 * kMs / 2 : kMs;
+    on.push_back(now);
+    now = p.on_boundary(t, i < 14);
+  }
+  // THEN steps 0-14 are detailed, then the window that follows (1 + 5
+  // steps) is measured against the light probe after it, and windows
+  // recur as that cost says (every 125 steps)
+  for (int k = 0; k < 21; ++k) EXPECT_TRUE(on[k]) << k;
+  EXPECT_FALSE(on[21]);
+  EXPECT_NEAR(p.measured_cost(), 0.5, 1e-9);
+  EXPECT_EQ(p.period(), 125);
+  EXPECT_FALSE(on[100]);
+  EXPECT_TRUE(on[15 + 125]);
+}
+
+TEST(DetailPolicy, TheFixedScheduleIsNotHeld) {
+  DetailPolicyOptions o;
+  o.lockstep_period = 100;
+  DetailPolicy p(o);
+  int64_t t = 1;
+  std::vector<bool> on;
+  for (int i = 0; i < 50; ++i) on.push_back(p.on_boundary(t += kMs, true));
+  EXPECT_FALSE(on[10]);  // every rank keeps the schedule
+}
+
 // Step k of a run: a 1 ms fetch, module forward 3 ms with its operator,
 // backward node 4 ms, SGD.step 2 ms (10 ms). Without detail only the
 // fetch and SGD.step (user scopes) are in the run.

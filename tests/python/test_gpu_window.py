@@ -85,6 +85,10 @@ def test_the_window_records_steady_steps_and_the_cpu_side_stays_right(tmp_path):
     in_window = [i + 1 for i, s in enumerate(per_step) if s["gpu_window"]]
     assert in_window == list(range(w["first_step"], w["last_step"] + 1)), (in_window, w)
     assert profile["steps"]["gpu_window_steps"] == 4
+    # Detail windows go on around it (docs/overhead.md), the detail held on
+    # through the window: every one of its steps is detailed
+    assert profile["steps"]["detail"] == "window"
+    assert all(per_step[i - 1]["detailed"] for i in in_window), per_step
     assert "1 warm-up and 4 of the GPU window left out" in report
     # The CPU side against the script's own clock in the same run.
     assert profile["steps"]["count"] == truth["steps"]

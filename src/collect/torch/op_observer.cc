@@ -244,7 +244,8 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
     if (o.detail_pace_name == UINT32_MAX) o.detail_pace_name = name_id;
     if (name_id != o.detail_pace_name) return;
   }
-  const bool on = o.policy.on_boundary(end_ns) || detail_window().keep_on.load(std::memory_order_relaxed);
+  const bool on = o.policy.on_boundary(end_ns, detail_window().held.load(std::memory_order_relaxed)) ||
+                  detail_window().keep_on.load(std::memory_order_relaxed);
   if (on == o.detail_on) return;
   if (on) {
     try {
@@ -473,6 +474,7 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     o.detail_since_ns = now_ns();
     o.detail_pace_name = UINT32_MAX;
     detail_window().keep_on.store(false, std::memory_order_relaxed);
+    detail_window().held.store(false, std::memory_order_relaxed);
     o.detail_spans.clear();
     detail_window().on.store(true, std::memory_order_relaxed);
   }
