@@ -21,6 +21,15 @@ constexpr double kDriftHighShare = 0.50;
 // rarely makes a trend that steady; growing state does.
 constexpr double kMinStandardErrors = 3.0;
 constexpr double kMinRankCorrelation = 0.7;
+// The rank correlation is read over the least of every kBlockSteps
+// consecutive typical steps: what else runs on the machine (a preemption,
+// another process's cache traffic) only ever makes a step slower, so the
+// least of a few neighbours is the work the step did. Over the steps
+// themselves, a busy 2-core machine's spikes hid a planted growth of 59 %
+// (6 standard errors; the script's own clock agreed) at a rank correlation
+// of 0.64; over their minima of 3 it was 0.83. A trend this keeps is a
+// trend of the work; a shift mid-run is still held back by the thirds.
+constexpr size_t kBlockSteps = 3;
 
 // Spearman's rank correlation of v with its index (ties ranked by order).
 double rank_correlation(const std::vector<double>& v) {
@@ -35,6 +44,15 @@ double rank_correlation(const std::vector<double>& v) {
   }
   const auto m = static_cast<double>(n);
   return 1.0 - 6.0 * d2 / (m * (m * m - 1.0));
+}
+
+// The least of each run of kBlockSteps steps (a last, shorter run left out).
+std::vector<double> block_minima(const std::vector<double>& v) {
+  std::vector<double> m;
+  for (size_t i = 0; i + kBlockSteps <= v.size(); i += kBlockSteps)
+    m.push_back(*std::min_element(v.begin() + static_cast<std::ptrdiff_t>(i),
+                                  v.begin() + static_cast<std::ptrdiff_t>(i + kBlockSteps)));
+  return m;
 }
 
 struct Third {
@@ -76,7 +94,7 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
   const Third last = third({d.end() - static_cast<std::ptrdiff_t>(k), d.end()});
   const Third middle = third({d.begin() + static_cast<std::ptrdiff_t>(k), d.end() - static_cast<std::ptrdiff_t>(k)});
   if (first.median <= 0 || !(first.median < middle.median && middle.median < last.median)) return;
-  const double rho = rank_correlation(d);
+  const double rho = rank_correlation(block_minima(d));
   if (rho < kMinRankCorrelation) return;
   const double growth = last.median / first.median - 1.0;
   const double se = std::sqrt(first.var / static_cast<double>(first.n) + last.var / static_cast<double>(last.n));
@@ -98,7 +116,8 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
   f.evidence.push_back("the difference of their means is " +
                        std::to_string(static_cast<int>((last.mean - first.mean) / std::max(se, 1.0))) +
                        " standard errors, and step time rises with the step (rank correlation " +
-                       std::to_string(static_cast<int>(100 * rho)) + " %): not noise");
+                       std::to_string(static_cast<int>(100 * rho)) + " %, over the least of every " +
+                       std::to_string(kBlockSteps) + " steps): not noise");
   if (busy)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
                          " of the run: the machine may have slowed down, not the script");
