@@ -327,6 +327,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
                         std::to_string(compared.size()));
   }
   const std::vector<size_t>& waited = wait_steps.empty() ? compared : wait_steps;
+  std::vector<double> step_wait(waited.size(), 0.0);  // the ranks' mean wait, step by step
   for (size_t r = 0; r < n; ++r) {
     const Run& run = *runs[r];
     const std::vector<Interval> busy = own_work(run, a.clock_offset_ns[r]);
@@ -349,10 +350,12 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
       step += static_cast<double>(st.duration());
       data += static_cast<double>(st.breakdown[Phase::kData]);
     }
-    for (size_t i : waited) {
-      const Step& st = steps[r]->steps[i];
+    for (size_t j = 0; j < waited.size(); ++j) {
+      const Step& st = steps[r]->steps[waited[j]];
       const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
-      w += static_cast<double>(measure_minus(wait, busy, lo, hi));
+      const auto ws = static_cast<double>(measure_minus(wait, busy, lo, hi));
+      w += ws;
+      step_wait[j] += ws / static_cast<double>(n);
       all += static_cast<double>(measure_minus(comm, busy, lo, hi));
     }
     const double k = static_cast<double>(compared.size());
@@ -366,6 +369,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     if (cpu_known) s.cpu_ns = cpu / k;
     if (runqueue_known) s.runqueue_ns = runqueue / k;
   }
+  a.typical_wait_ns = median_value(step_wait);
   return a;
 }
 

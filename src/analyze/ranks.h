@@ -64,6 +64,11 @@ struct RankAnalysis {
   std::vector<CollectiveStats> collectives;  // by total duration
   uint64_t matched = 0;    // operations matched on every rank
   size_t steps = 0;        // steady steps compared (the same index on every rank)
+  // The ranks' wait for the last arrival in the median step where the
+  // waits are measured (mean over the ranks in each step): what a typical
+  // step waits, where RankSummary::wait_ns is the mean, which one step a
+  // rank spent descheduled can carry over the few steps of a short run.
+  double typical_wait_ns = 0;
   // How the ranks' clocks were put on one axis: "one host: one monotonic
   // clock", or "aligned on the collectives' completions (N hosts)".
   std::string clock;

@@ -215,6 +215,7 @@ RankAnalysis two_ranks(double wait0, double wait1, double transfer, double last0
     s.last_share = r == 0 ? last0 : 1 - last0;
     a.ranks.push_back(s);
   }
+  a.typical_wait_ns = (wait0 + wait1) / 2 * kMs;  // every step alike
   return a;
 }
 

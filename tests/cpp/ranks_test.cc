@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -31,10 +32,16 @@ struct Job {
   std::vector<StepAnalysis> steps;
 };
 
-Job job(const std::vector<int64_t>& late_ms) {
+// LATE_MS[r][i]: how late rank r arrives in step i; a step whose last
+// arrival is past 45 ms is that much longer than 100 ms.
+Job job_by_step(const std::vector<std::vector<int64_t>>& late_ms) {
   Job j;
-  int64_t latest = 0;
-  for (int64_t l : late_ms) latest = std::max(latest, l);
+  const size_t steps = late_ms[0].size();
+  std::vector<int64_t> start(steps + 1, 0), latest(steps, 0);
+  for (size_t i = 0; i < steps; ++i) {
+    for (const std::vector<int64_t>& rank : late_ms) latest[i] = std::max(latest[i], rank[i]);
+    start[i + 1] = start[i] + std::max<int64_t>(100, 40 + latest[i] + 5 + 10) * kMs;
+  }
   for (size_t r = 0; r < late_ms.size(); ++r) {
     torchneck::Run run;
     run.rank.rank = static_cast<int64_t>(r);
@@ -42,10 +49,10 @@ Job job(const std::vector<int64_t>& late_ms) {
     run.strings = {"aten::mm", "c10d::allreduce_"};
     run.threads.resize(1);
     StepAnalysis sa;
-    for (int64_t i = 0; i < 20; ++i) {
-      const int64_t t0 = i * 100 * kMs;
-      const int64_t arrive = t0 + (40 + late_ms[r]) * kMs;
-      const int64_t done = t0 + (40 + latest + 5) * kMs;
+    for (size_t i = 0; i < steps; ++i) {
+      const int64_t t0 = start[i];
+      const int64_t arrive = t0 + (40 + late_ms[r][i]) * kMs;
+      const int64_t done = t0 + (40 + latest[i] + 5) * kMs;
       OpEvent op{};
       op.start_ns = t0;
       op.end_ns = arrive;
@@ -53,12 +60,12 @@ Job job(const std::vector<int64_t>& late_ms) {
       run.timeline.push_back(op);
       OpEvent after{};  // the optimizer, after the all-reduce completed
       after.start_ns = done;
-      after.end_ns = t0 + 100 * kMs;
+      after.end_ns = start[i + 1];
       run.timeline.push_back(after);
       run.collectives.push_back(CollectiveEvent{arrive, done, 4 << 20, 1, 0});
       Step s;
       s.start_ns = t0;
-      s.end_ns = t0 + 100 * kMs;
+      s.end_ns = start[i + 1];
       s.steady = i > 0;
       s.breakdown.ns[static_cast<int>(Phase::kBackward)] = 100 * kMs;
       sa.steps.push_back(s);
@@ -68,6 +75,13 @@ Job job(const std::vector<int64_t>& late_ms) {
     j.steps.push_back(std::move(sa));
   }
   return j;
+}
+
+// 20 steps, each rank as late in every one.
+Job job(const std::vector<int64_t>& late_ms) {
+  std::vector<std::vector<int64_t>> by_step;
+  for (int64_t l : late_ms) by_step.emplace_back(20, l);
+  return job_by_step(by_step);
 }
 
 RankAnalysis compare(const Job& j) {
@@ -107,6 +121,43 @@ TEST(Ranks, TheLateRankWaitsForNobodyAndTheOthersWaitForIt) {
 TEST(Ranks, EqualRanksNameNobody) {
   EXPECT_TRUE(rank_findings(compare(job({0, 0, 0}))).empty());
   EXPECT_TRUE(rank_findings(compare(job({0, 12}))).empty());  // 12 % of the step: one machine's noise
+}
+
+bool has(const std::vector<Finding>& fs, const std::string& id) {
+  return std::any_of(fs.begin(), fs.end(), [&](const Finding& f) { return f.id == id; });
+}
+
+TEST(Ranks, WorkThatDiffersFromStepToStepIsLoadImbalance) {
+  // GIVEN two ranks late by turns, 40 ms every step (batches of different
+  // sizes): each waits 40 ms in every other step
+  std::vector<std::vector<int64_t>> late(2, std::vector<int64_t>(20, 0));
+  for (size_t i = 0; i < 20; ++i) late[i % 2][i] = 40;
+  const RankAnalysis a = compare(job_by_step(late));
+  // THEN every step waits 20 ms on average over the ranks, the median too
+  EXPECT_NEAR(a.typical_wait_ns, 20.0 * kMs, 1);
+  const std::vector<Finding> f = rank_findings(a);
+  EXPECT_TRUE(has(f, "load_imbalance")) << f.size();
+  EXPECT_FALSE(has(f, "straggler"));
+}
+
+TEST(Ranks, OneLongWaitOfEachRankInAShortWindowIsNoLoadImbalance) {
+  // GIVEN the 6 steps of a short run's window (5 steady), each rank
+  // descheduled once, 150 ms late in one step (on 2 noisy cores), on time
+  // in the others
+  std::vector<std::vector<int64_t>> late(2, std::vector<int64_t>(6, 0));
+  late[0][2] = 150;
+  late[1][4] = 150;
+  const RankAnalysis a = compare(job_by_step(late));
+  // THEN the mean wait is over 15 % of the mean step (150 ms a rank over 5
+  // steps, 30 ms, of a 142 ms mean step: 21 %), the median step's is none
+  double wait = 0, step = 0;
+  for (const RankSummary& s : a.ranks) wait += s.wait_ns / 2, step += s.step_ns / 2;
+  EXPECT_GT(wait, 0.15 * step);
+  EXPECT_NEAR(a.typical_wait_ns, 0, 1);
+  // AND neither load_imbalance nor a straggler is named
+  const std::vector<Finding> f = rank_findings(a);
+  EXPECT_FALSE(has(f, "load_imbalance"));
+  EXPECT_FALSE(has(f, "straggler"));
 }
 
 // Plants RANK's main-thread clocks (Run::step_clocks): CPU_MS of CPU time
