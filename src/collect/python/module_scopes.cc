@@ -446,7 +446,14 @@ void sync_module_scopes_with_detail() {
 void snapshot_module_scopes(Run& run) {
   if (g_scopes == nullptr) return;
   const size_t base = run.modules.size();
-  const auto& mods = g_scopes->modules;
+  // A copy, each module held: the attribute lookups below run Python
+  // (nn.Module.__getattr__ for _orig_mod, parameters()), where the GIL may
+  // pass to the main thread, whose hooks may see a module first and grow
+  // g_scopes->modules under a loop over it (a periodic spill's snapshot
+  // died so in memmove, torch 2.6: test_loops' grad_scaler). Calls of
+  // modules seen after the copy wait for the next snapshot.
+  const std::vector<PyObject*> mods = g_scopes->modules;
+  for (PyObject* m : mods) Py_INCREF(m);
   // The modules that torch.compile wrapped: their own calls (inside the
   // wrapper's, from its hooks run outside the compiled frame) are left out,
   // so that the wrapper alone stands for them.
@@ -461,7 +468,7 @@ void snapshot_module_scopes(Run& run) {
         info.type = type_name(orig);
         info.compiled = true;
         const uint32_t id = g_scopes->index.find(reinterpret_cast<uint64_t>(orig));
-        if (id != FlatMap64::kMissing) wrapped[id] = true;
+        if (id != FlatMap64::kMissing && id < wrapped.size()) wrapped[id] = true;
         Py_DECREF(orig);
       }
       PyErr_Clear();
@@ -479,13 +486,14 @@ void snapshot_module_scopes(Run& run) {
   name_modules(run, base, mods);
   for (auto& t : g_scopes->threads) {
     t->events.for_each([&](const ModuleEvent& e) {
-      if (e.module < wrapped.size() && wrapped[e.module]) return;
+      if (e.module >= wrapped.size() || wrapped[e.module]) return;
       ModuleEvent c = e;
       c.module += static_cast<uint32_t>(base);
       run.module_events.push_back(c);
     });
     run.dropped_module_events += t->events.dropped();
   }
+  for (PyObject* m : mods) Py_DECREF(m);
   std::stable_sort(run.module_events.begin(), run.module_events.end(),
                    [](const ModuleEvent& a, const ModuleEvent& b) { return a.t_ns < b.t_ns; });
   if (g_scopes->untracked_calls > 0)
