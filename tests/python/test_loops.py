@@ -255,7 +255,9 @@ BURSTY_ATTEMPTS = 3
 def test_bursty_loader_is_input_bound(tmp_path):
     seen = []
     for attempt in range(BURSTY_ATTEMPTS):
-        profile, truth = run_loop("bursty_loader", tmp_path / str(attempt))
+        # 40 steps: the bursts start once the batches queued during step 0
+        # are taken, after up to 10 steps (bursty_loader.py)
+        profile, truth = run_loop("bursty_loader", tmp_path / str(attempt), "--steps", "40")
         seen.append(truth["waits_ms"])
         if truth["burst_pattern_ok"]:
             break
