@@ -13,8 +13,7 @@ from conftest import load_profile, run_tool, script
 EPOCHS = 4
 WORKERS = 2  # respawn_loader.py's num_workers
 # Points of the loop's time: the script's clock and the profiler's steps
-# bound the restarts slightly differently (the steps start at the first
-# optimizer step, the script's loop at its first iter()).
+# bound the restarts slightly differently.
 TOLERANCE_POINTS = 10.0
 
 
@@ -38,7 +37,11 @@ def test_restarted_workers_are_found_and_their_cost_matches_the_scripts_clock(tm
     ordinary = statistics.median(truth["other_waits_s"])
     restarts_s = sum(max(0.0, w - ordinary) for w in truth["between_epochs_s"])
     assert len(truth["between_epochs_s"]) == EPOCHS - 1
-    expected = 100.0 * restarts_s / (truth["loop_s"] - truth["first_start_s"])
+    # over the span the steps cover, as the finding's is over all steps:
+    # from the first next() (torch 2.6 starts the first workers there, in
+    # step 0, 450-550 ms of a 2.5 s loop; 1.13 in iter(), before it) to the
+    # last optimizer step (the last epoch's shutdown comes after, ~150 ms)
+    expected = 100.0 * restarts_s / (truth["last_step_end_s"] - truth["first_next_s"])
     assert f["estimated_gain_pct"] is not None, f["gain_arithmetic"]
     assert abs(f["estimated_gain_pct"] - expected) <= TOLERANCE_POINTS, (
         f"estimated {f['estimated_gain_pct']:.1f} %, the script measured {expected:.1f} %: {f['gain_arithmetic']}")

@@ -3,7 +3,10 @@
 its own ground truth: how long the loop waited between the last batch of
 one epoch and the first of the next (the StopIteration that shuts the
 workers down, the new iterator that starts them, its first batch), beside
-the waits for the other batches, and the loop's whole time.
+the waits for the other batches, the loop's whole time, when its first
+next() began and when its last optimizer step ended (the span the
+profile's steps cover: the first iter() comes before it, the last epoch's
+shutdown after).
 
     respawn_loader.py TRUTH.json [--persistent] [--epochs N]
 """
@@ -28,12 +31,15 @@ def main():
     between_epochs, other_waits = [], []
     t0 = time.perf_counter()
     ended = None  # when the last epoch's StopIteration began
-    first_start = 0.0
+    first_start = last_step_end = 0.0
+    first_next = None
     for _ in range(epochs):
         it = iter(loader) if ended is None else None
         first = True
         while True:
             w0 = time.perf_counter()
+            if first_next is None:
+                first_next = w0 - t0  # where the profile's step 0 starts (its first fetch)
             if it is None:  # the new epoch's iterator starts inside the wait being measured
                 it = iter(loader)
             try:
@@ -52,10 +58,11 @@ def main():
             opt.zero_grad()
             loss.backward()
             opt.step()
+            last_step_end = time.perf_counter() - t0  # where the profile's last step ends
     loop_s = time.perf_counter() - t0
     with open(truth_path, "w") as f:
         json.dump({"epochs": epochs, "between_epochs_s": between_epochs, "other_waits_s": other_waits,
-                   "first_start_s": first_start, "loop_s": loop_s}, f)
+                   "first_start_s": first_start, "first_next_s": first_next, "last_step_end_s": last_step_end, "loop_s": loop_s}, f)
 
 
 if __name__ == "__main__":
