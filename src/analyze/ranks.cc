@@ -191,12 +191,17 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   if (first != nullptr) {
     a.first_failure = first->rank;
     char buf[160];
-    a.failure = "rank " + std::to_string(first->rank) + " failed first: " + first->ending + ", exit status " +
-                std::to_string(first->exit_code);
+    // A rank whose profile is its last periodic spill was ended with no
+    // chance to write its report (SIGKILL: the out-of-memory killer, a
+    // scheduler): its exit status is unknown, and its end is that spill's.
+    const bool spill = first->ending == "still running";
+    a.failure = "rank " + std::to_string(first->rank) + " failed first: " +
+                (spill ? "killed with no report (SIGKILL or out of memory?), its last spill read"
+                       : first->ending + ", exit status " + std::to_string(first->exit_code));
     for (const RankSummary& s : a.ranks)
       if (&s != first) {
-        std::snprintf(buf, sizeof buf, "; rank %lld ended %.2f s later (%s)", static_cast<long long>(s.rank),
-                      s.end_unix_s - first->end_unix_s, s.ending.c_str());
+        std::snprintf(buf, sizeof buf, "; rank %lld ended %.2f s %s (%s)", static_cast<long long>(s.rank),
+                      s.end_unix_s - first->end_unix_s, spill ? "after that spill" : "later", s.ending.c_str());
         a.failure += buf;
       }
   }

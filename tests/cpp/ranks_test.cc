@@ -231,6 +231,20 @@ TEST(Ranks, TheFirstRankToFailIsNamed) {
   EXPECT_NE(a.failure.find("rank 1 failed first: exception"), std::string::npos) << a.failure;
 }
 
+TEST(Ranks, ARankKilledWithNoReportIsNamedFromItsLastSpill) {
+  Job j = job({0, 0});
+  j.runs[1].run.ending = run_ending_from_string("still running");
+  j.runs[1].run.exit_code = 0;  // what a spill holds: the run had not ended
+  j.runs[1].run.wall_s = 1.0;
+  j.runs[0].run.ending = run_ending_from_string("SIGTERM");
+  j.runs[0].run.wall_s = 2.0;
+  const RankAnalysis a = compare(j);
+  EXPECT_EQ(a.first_failure, 1);
+  EXPECT_NE(a.failure.find("rank 1 failed first: killed with no report"), std::string::npos) << a.failure;
+  EXPECT_EQ(a.failure.find("exit status"), std::string::npos) << a.failure;
+  EXPECT_NE(a.failure.find("rank 0 ended 1.00 s after that spill (SIGTERM)"), std::string::npos) << a.failure;
+}
+
 // Two ranks of 20 steps of 100 ms whose all-reduce is pending while they
 // compute (DDP's, under backward): rank 0 enqueues it at 10 ms and computes
 // until 40 ms; rank 1 computes until 70 ms and enqueues it then; it

@@ -81,9 +81,11 @@ def test_a_failing_spawned_rank_leaves_every_report(tmp_path):
 
 def test_a_spawned_rank_killed_by_sigkill_leaves_its_last_spill(tmp_path):
     # As the out-of-memory killer ends a rank: no Python runs after it. Its
-    # periodic spill (the first 1 s in; 150 steps take longer) is merged
-    # and reported; the rank that spawn then terminates writes its report.
-    args = ["--mode", "kill", "--crash-step", "150", "--steps", "200"]
+    # periodic spill (the first 1 s in; it dies 2.5 s into its loop, by its
+    # own clock: a fixed step count took under 1 s on a fast machine) is
+    # merged and reported; the rank that spawn then terminates writes its
+    # report.
+    args = ["--mode", "kill", "--kill-after-s", "2.5", "--steps", "1000000"]
     out, r = spawn_run(tmp_path, *args)
     plain = subprocess.run([PYTHON, SPAWN, *args], env=ENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == plain.returncode != 0
@@ -94,6 +96,7 @@ def test_a_spawned_rank_killed_by_sigkill_leaves_its_last_spill(tmp_path):
     endings = {x["rank"]: x["ending"] for x in prof["ranks"]}
     assert endings[1] == "still running" and endings[0] in ("SIGTERM", "exception"), endings
     assert prof["first_failure"]["rank"] == 1
+    assert "FAILED: rank 1 failed first: killed with no report" in r.stderr
     assert os.path.exists(os.path.join(out, "rank-1", "report.txt"))  # from its last spill
 
 

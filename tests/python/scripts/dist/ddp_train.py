@@ -12,8 +12,10 @@ modes:
                  later layers' gradients, so only the barrier shows it
   comm_heavy     a 24 MB buffer all-reduced every step: the transfer dominates
   crash          rank --slow-rank raises at step --crash-step
-  kill           rank --slow-rank kills itself with SIGKILL at step --crash-step
-                 (an out-of-memory kill: no Python code runs after it)
+  kill           rank --slow-rank kills itself with SIGKILL at step --crash-step,
+                 or with --kill-after-s S at the first step that starts S
+                 seconds or more into the loop, by its own clock (an
+                 out-of-memory kill: no Python code runs after it)
 
 --model tiny: in place of the MLP of three 256-wide layers, a deep stack of
 Linear(8, 8) blocks with elementwise ops (examples/tiny_ops.py's model,
@@ -45,6 +47,7 @@ def parse_args(argv=None, parser=None):
     p.add_argument("--slow-rank", type=int, default=1)
     p.add_argument("--delay-ms", type=float, default=30.0)
     p.add_argument("--crash-step", type=int, default=8)
+    p.add_argument("--kill-after-s", type=float, default=0.0)
     p.add_argument("--truth", default="")
     p.add_argument("--model", default="mlp", choices=["mlp", "tiny"])
     return p.parse_args(argv)
@@ -57,14 +60,19 @@ def spin(seconds):
 
 
 class Data(torch.utils.data.Dataset):
-    def __init__(self, n, width):
-        self.x = torch.randn(n, width)
-        self.y = torch.randint(0, 10, (n,))
+    """n samples; past the first `stored` they repeat (a run of many steps,
+    as --kill-after-s asks for, without holding all of them)."""
+
+    def __init__(self, n, width, stored=64 * 1002):
+        self.n = n
+        self.x = torch.randn(min(n, stored), width)
+        self.y = torch.randint(0, 10, (min(n, stored),))
 
     def __len__(self):
-        return len(self.x)
+        return self.n
 
     def __getitem__(self, i):
+        i %= len(self.x)
         return self.x[i], self.y[i]
 
 
@@ -127,6 +135,7 @@ def train(args):
     t_prev = time.perf_counter()
     c_prev = time.thread_time()
     it = iter(loader)
+    loop_start = time.perf_counter()
     for step in range(args.steps):
         n_before = len(planted)
         t0 = time.perf_counter()
@@ -134,7 +143,9 @@ def train(args):
         waits.append(time.perf_counter() - t0)
         if args.mode == "crash" and slow and step == args.crash_step:
             raise RuntimeError(f"rank {rank} fails at step {step}")
-        if args.mode == "kill" and slow and step == args.crash_step:
+        if args.mode == "kill" and slow and (
+                time.perf_counter() - loop_start >= args.kill_after_s if args.kill_after_s > 0
+                else step == args.crash_step):
             os.kill(os.getpid(), signal.SIGKILL)
         # Forward and the optimizer: the rank's own work, no collective in
         # them (DDP's all-reduce is inside backward), by wall clock.
