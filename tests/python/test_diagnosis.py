@@ -4,6 +4,7 @@ in the same run, and against truths known by construction."""
 
 import json
 import os
+import statistics
 
 import pytest
 
@@ -87,7 +88,19 @@ def test_tiny_ops_is_framework_overhead(tmp_path):
 def test_balanced_cnn_has_no_high_severity_finding(tmp_path):
     profile, truth, _ = profile_example("cnn", tmp_path)
     assert profile["steps"]["count"] == truth["steps"]
-    assert not [f for f in profile["findings"] if f["severity"] == "high"], profile["findings"]
+    high = [f for f in profile["findings"] if f["severity"] == "high"]
+    # A machine that slows down mid-run (2 shared cores) slows the script's
+    # own clock as much: a drift that clock shows is what the run did, not a
+    # false verdict. Its thirds, as step_time_drift reads them, by the script.
+    drift = [f for f in high if f["id"] == "step_time_drift"]
+    if drift:
+        steps = profile["steps"]["per_step"]
+        own = [truth["per_step_s"]["step"][i] for i, s in enumerate(steps) if s["steady"]]
+        k = len(own) // 3
+        grown = statistics.median(own[-k:]) / statistics.median(own[:k]) - 1
+        assert grown >= 0.4, (drift, grown)
+        high.remove(drift[0])
+    assert not high, profile["findings"]
 
 
 def test_breakdown_sums_to_the_step(tmp_path):
