@@ -340,7 +340,8 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     const std::vector<Interval> comm = unite(comms[r]);
     RankSummary& s = a.ranks[r];
     double step = 0, data = 0, w = 0, all = 0, cpu = 0, runqueue = 0;
-    bool cpu_known = true, runqueue_known = true;
+    double wdata = 0, wcpu = 0, wrunqueue = 0;
+    bool cpu_known = true, runqueue_known = true, wcpu_known = true, wrunqueue_known = true;
     const std::vector<StepClock> clocks = main_clocks(run);
     for (size_t i : compared) {
       const Step& st = steps[r]->steps[i];
@@ -360,6 +361,15 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
       const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
       const auto ws = static_cast<double>(measure_minus(wait, busy, lo, hi));
       w += ws;
+      wdata += static_cast<double>(st.breakdown[Phase::kData]);
+      const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
+      const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
+      const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
+      const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
+      wcpu_known = wcpu_known && c0 >= 0 && c1 >= 0;
+      wrunqueue_known = wrunqueue_known && q0 >= 0 && q1 >= 0;
+      wcpu += c1 - c0;
+      wrunqueue += q1 - q0;
       step_wait[j] += ws / static_cast<double>(n);
       all += static_cast<double>(measure_minus(comm, busy, lo, hi));
     }
@@ -373,7 +383,11 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
     if (cpu_known) s.cpu_ns = cpu / k;
     if (runqueue_known) s.runqueue_ns = runqueue / k;
+    s.waited_data_ns = wdata / kw;
+    if (wcpu_known) s.waited_cpu_ns = wcpu / kw;
+    if (wrunqueue_known) s.waited_runqueue_ns = wrunqueue / kw;
   }
+  a.waited_steps = waited.size();
   a.typical_wait_ns = median_value(step_wait);
   return a;
 }

@@ -41,6 +41,12 @@ struct RankSummary {
   // It ran device work (a GPU window, device collectives): its main
   // thread's CPU time is not all of its compute.
   bool device_work = false;
+  // The same signs over the steps the waits are measured in (every rank
+  // detailed them; all the compared steps under full detail): the
+  // straggler's cause is read where its excess is (detectors/straggler.cc).
+  double waited_data_ns = 0;
+  double waited_cpu_ns = -1;
+  double waited_runqueue_ns = -1;
   double last_share = 0;       // of the matched collectives, the share it arrived last at
   double end_unix_s = 0;       // when its run ended (wall clock)
   uint64_t collectives = 0;    // collectives it started (all, not only in the steps)
@@ -64,6 +70,7 @@ struct RankAnalysis {
   std::vector<CollectiveStats> collectives;  // by total duration
   uint64_t matched = 0;    // operations matched on every rank
   size_t steps = 0;        // steady steps compared (the same index on every rank)
+  size_t waited_steps = 0; // of them, those the waits are measured in
   // The ranks' wait for the last arrival in the median step where the
   // waits are measured (mean over the ranks in each step): what a typical
   // step waits, where RankSummary::wait_ns is the mean, which one step a

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/interner.h"
 #include "core/threads.h"
+#include "core/timing.h"
 #include "model/processes.h"
 #include "model/run_io.h"
 #include "report/output_files.h"
@@ -155,9 +156,11 @@ Run compose(Spiller& s, int64_t native_wait_ns) {
 }
 
 void spill_once(Spiller& s) {
+  timing_phase("periodic spill: start");
   // The Python part needs the GIL; never take it once shutdown has begun.
   if (!interpreter_finalizing()) {
     PyGILState_STATE gil = PyGILState_Ensure();
+    timing_phase("GIL taken", 2);
     if (!interpreter_finalizing()) {
       Run py;
       s.sources.python(py);
@@ -166,10 +169,13 @@ void spill_once(Spiller& s) {
       s.have_python = true;
     }
     PyGILState_Release(gil);
+    timing_phase("Python part (GIL held)", 2);
   }
   Run run = compose(s, 50'000'000);
+  timing_phase("compose", 2);
   run.run.ending = RunEnding{EndingKind::kStillRunning, 0};
   save_run(run, s.options.dir + "/profile.spill");
+  timing_phase("save", 2);
 }
 
 void write_all(int fd, const std::string& text) {

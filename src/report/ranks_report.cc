@@ -98,6 +98,7 @@ void write_ranks_json(JsonWriter& w, const RankAnalysis& a, const std::vector<gp
   w.key("collectives").begin_object();
   w.field("matched", a.matched);
   w.field("steps_compared", static_cast<uint64_t>(a.steps));
+  w.field("typical_wait_ms", a.typical_wait_ns / 1e6);
   w.field("clock", a.clock);
   w.key("by_name").begin_array();
   for (const CollectiveStats& c : a.collectives) {

@@ -316,6 +316,42 @@ TEST(Ranks, UnderDetailWindowsTheWaitsAreMeasuredWhereEveryRanksOperatorsAreKnow
   EXPECT_EQ(*f[0].rank, 1);
 }
 
+// Cumulative main-thread clocks at every 100 ms step end of RANK: CPU_MS(i)
+// of CPU time in step i, 2 ms of waiting for a core.
+void plant_clocks_by_step(Job& j, size_t rank, int64_t (*cpu_ms)(int64_t step)) {
+  Run& run = j.runs[rank];
+  run.step_clocks.clear();
+  int64_t cpu = 7 * kMs;
+  for (int64_t i = 0; i <= 20; ++i) {
+    run.step_clocks.push_back(StepClock{i * 100 * kMs, cpu, 3 * kMs + i * 2 * kMs, 0});
+    if (i < 20) cpu += cpu_ms(i) * kMs;
+  }
+}
+
+TEST(Ranks, AStragglerOfTheDetailedStepsOnlyIsNoStragglerOfTheRun) {
+  // GIVEN rank 1 later by 30 ms at every all-reduce of the steps both ranks
+  // detailed (0-6 and 12-15: the waits are measured there), its main
+  // thread computing 30 ms more per step there
+  const auto detailed = [](size_t, int64_t i) { return i < 7 || (i >= 12 && i < 16); };
+  Job j = async_job(detailed);
+  plant_clocks_by_step(j, 0, [](int64_t) -> int64_t { return 60; });
+  // WHEN it computes as much more in every step, THEN it is the run's
+  // straggler, for its compute, by the whole 30 ms
+  plant_clocks_by_step(j, 1, [](int64_t) -> int64_t { return 90; });
+  std::vector<Finding> f = rank_findings(compare(j));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].cause, "compute");
+  ASSERT_EQ(f[0].numbers[0].first, "excess_ms");
+  EXPECT_NEAR(f[0].numbers[0].second, 30.0, 0.5);
+  // WHEN it computes more in the detailed steps only (the first window:
+  // warm-up's tail), THEN over the run it is 30 ms x 10 of 19 steps, under
+  // a fifth of the step: no straggler, and the cause is never "blocked" for
+  // CPU time the detailed steps did show
+  plant_clocks_by_step(j, 1, [](int64_t i) -> int64_t { return i < 7 || (i >= 12 && i < 16) ? 90 : 60; });
+  f = rank_findings(compare(j));
+  EXPECT_TRUE(f.empty()) << f[0].title;
+}
+
 TEST(Ranks, WindowsOnDifferentStepsOnEachRankAreSaidToOverstateTheWaits) {
   // GIVEN windows that never cover the same step on both ranks (each
   // rank's own adaptive policy)

@@ -181,6 +181,8 @@ def test_the_slow_rank_is_named_with_why(tmp_path, launch, mode, cause):
     # Through DDP's barrier both ranks' steps last alike: only the waits tell.
     assert prof["ranks"][0]["step_ms"] == pytest.approx(prof["ranks"][1]["step_ms"], rel=0.05)
     assert prof["ranks"][0]["collective_wait_ms"] > 0.5 * planted
+    # The typical step: rank 0 waits the planted delay, rank 1 nothing.
+    assert prof["collectives"]["typical_wait_ms"] == pytest.approx(planted / 2, rel=EXCESS_TOLERANCE), planted
     if launch == "torchrun":
         assert "VERDICT: Rank 1 holds the others back" in stderr
 
