@@ -350,6 +350,15 @@ TEST(Ranks, AStragglerOfTheDetailedStepsOnlyIsNoStragglerOfTheRun) {
   plant_clocks_by_step(j, 1, [](int64_t i) -> int64_t { return i < 7 || (i >= 12 && i < 16) ? 90 : 60; });
   f = rank_findings(compare(j));
   EXPECT_TRUE(f.empty()) << f[0].title;
+  // WHEN the other rank computed 10 ms more in the detailed steps only, so
+  // that they show 20 ms of the 30 the other 9 steps do, THEN the excess is
+  // the detailed steps' 30 ms times the run's CPU excess over theirs
+  plant_clocks_by_step(j, 1, [](int64_t) -> int64_t { return 90; });
+  plant_clocks_by_step(j, 0, [](int64_t i) -> int64_t { return i < 7 || (i >= 12 && i < 16) ? 70 : 60; });
+  f = rank_findings(compare(j));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].cause, "compute");
+  EXPECT_NEAR(f[0].numbers[0].second, 30.0 * (9 * 30.0 + 10 * 20.0) / 19 / 20.0, 0.5);
 }
 
 TEST(Ranks, WindowsOnDifferentStepsOnEachRankAreSaidToOverstateTheWaits) {
