@@ -339,37 +339,36 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     const std::vector<Interval> wait = unite(waits[r]);
     const std::vector<Interval> comm = unite(comms[r]);
     RankSummary& s = a.ranks[r];
-    double step = 0, data = 0, w = 0, all = 0, cpu = 0, runqueue = 0;
-    double wdata = 0, wcpu = 0, wrunqueue = 0;
-    bool cpu_known = true, runqueue_known = true, wcpu_known = true, wrunqueue_known = true;
+    // A step's data wait and its main thread's clocks, summed over steps.
+    struct Signs {
+      double data = 0, cpu = 0, runqueue = 0;
+      bool cpu_known = true, runqueue_known = true;
+    };
     const std::vector<StepClock> clocks = main_clocks(run);
-    for (size_t i : compared) {
-      const Step& st = steps[r]->steps[i];
+    const auto add = [&](Signs& g, const Step& st) {
+      g.data += static_cast<double>(st.breakdown[Phase::kData]);
       const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
       const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
       const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
       const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
-      cpu_known = cpu_known && c0 >= 0 && c1 >= 0;
-      runqueue_known = runqueue_known && q0 >= 0 && q1 >= 0;
-      cpu += c1 - c0;
-      runqueue += q1 - q0;
+      g.cpu_known = g.cpu_known && c0 >= 0 && c1 >= 0;
+      g.runqueue_known = g.runqueue_known && q0 >= 0 && q1 >= 0;
+      g.cpu += c1 - c0;
+      g.runqueue += q1 - q0;
+    };
+    double step = 0, w = 0, all = 0;
+    Signs every, in_waited;
+    for (size_t i : compared) {
+      const Step& st = steps[r]->steps[i];
+      add(every, st);
       step += static_cast<double>(st.duration());
-      data += static_cast<double>(st.breakdown[Phase::kData]);
     }
     for (size_t j = 0; j < waited.size(); ++j) {
       const Step& st = steps[r]->steps[waited[j]];
       const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
       const auto ws = static_cast<double>(measure_minus(wait, busy, lo, hi));
       w += ws;
-      wdata += static_cast<double>(st.breakdown[Phase::kData]);
-      const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
-      const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
-      const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
-      const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
-      wcpu_known = wcpu_known && c0 >= 0 && c1 >= 0;
-      wrunqueue_known = wrunqueue_known && q0 >= 0 && q1 >= 0;
-      wcpu += c1 - c0;
-      wrunqueue += q1 - q0;
+      add(in_waited, st);
       step_wait[j] += ws / static_cast<double>(n);
       all += static_cast<double>(measure_minus(comm, busy, lo, hi));
     }
@@ -377,15 +376,15 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     const double kw = static_cast<double>(waited.size());
     s.steps = compared.size();
     s.step_ns = step / k;
-    s.data_ns = data / k;
+    s.data_ns = every.data / k;
     s.wait_ns = w / kw;
     s.transfer_ns = std::max(0.0, all - w) / kw;
     s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
-    if (cpu_known) s.cpu_ns = cpu / k;
-    if (runqueue_known) s.runqueue_ns = runqueue / k;
-    s.waited_data_ns = wdata / kw;
-    if (wcpu_known) s.waited_cpu_ns = wcpu / kw;
-    if (wrunqueue_known) s.waited_runqueue_ns = wrunqueue / kw;
+    if (every.cpu_known) s.cpu_ns = every.cpu / k;
+    if (every.runqueue_known) s.runqueue_ns = every.runqueue / k;
+    s.waited_data_ns = in_waited.data / kw;
+    if (in_waited.cpu_known) s.waited_cpu_ns = in_waited.cpu / kw;
+    if (in_waited.runqueue_known) s.waited_runqueue_ns = in_waited.runqueue / kw;
   }
   a.waited_steps = waited.size();
   a.typical_wait_ns = median_value(step_wait);
