@@ -156,9 +156,12 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
   if (windows)
     f.evidence.push_back("the waits are measured in the " + std::to_string(in.ranks->waited_steps) +
                          " steps every rank detailed (" + fmt_ms(static_cast<int64_t>(detailed_excess)) +
-                         " more there); over all " + std::to_string(in.ranks->steps) + " steps its " +
-                         (why == "input" ? "data wait" : why == "host" ? "wait for a CPU" : "main thread's CPU time") +
-                         " shows " + fmt_pct(support) + " of that" + (why == "blocked" ? " (not measurable)" : ""));
+                         " more there); " +
+                         (why == "blocked"
+                              ? std::string("time off the CPU has no sign of its own in the other steps to check it by")
+                              : "over all " + std::to_string(in.ranks->steps) + " steps its " +
+                                    (why == "input" ? "data wait" : why == "host" ? "wait for a CPU" : "main thread's CPU time") +
+                                    " shows " + fmt_pct(support) + " of that"));
   f.recommendation = fix;
   const double saved = std::min(excess, others_wait);
   f.estimated_gain_pct = 100.0 * saved / step;
