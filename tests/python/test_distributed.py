@@ -82,21 +82,42 @@ def truths(truth):
     return out
 
 
-def check_ranks_against_truth(prof, truth):
-    """Each rank's mean step as its own clock measured it (the steps after
-    the first, as torchneck leaves warm-up out)."""
+def compared_steps(out, ranks=(0, 1)):
+    """The steps the ranks are compared over: those steady on every rank,
+    by index (a rank's step k is the script's own k-th iteration). Warm-up
+    is not steady, nor a detail window whose cost was left out of the step
+    times (docs/overhead.md): a short run's first window is a quarter of
+    its steps, at up to 1.5x a light step's time, so the script's mean over
+    all its steps is not the mean torchneck reports."""
+    per = [load_profile(os.path.join(out, f"rank-{r}"))["steps"]["per_step"] for r in ranks]
+    n = min(len(p) for p in per)
+    steps = [i for i in range(n) if all(p[i]["steady"] for p in per)]
+    assert steps, per
+    return steps
+
+
+def own_mean(values, steps):
+    """The mean of what the script measured in STEPS (seconds) in ms."""
+    return statistics.mean(values[i] for i in steps) * 1e3
+
+
+def check_ranks_against_truth(prof, truth, out):
+    """Each rank's mean step and main-thread CPU time as its own clocks
+    measured them, over the steps torchneck compared."""
     t = truths(truth)
+    steps = compared_steps(out)
     assert [r["rank"] for r in prof["ranks"]] == [0, 1]
     for r in prof["ranks"]:
-        own = statistics.mean(t[r["rank"]]["steps"][1:]) * 1e3
+        assert r["steps"] == len(steps), (r, steps)
+        own = own_mean(t[r["rank"]]["steps"], steps)
         assert r["step_ms"] == pytest.approx(own, rel=STEP_TOLERANCE), (r, own)
         parts = r["data_ms"] + r["compute_ms"] + r["collective_wait_ms"] + r["collective_transfer_ms"]
         assert parts == pytest.approx(r["step_ms"], rel=0.02)
         # The main thread's CPU time per step, by schedstat at each step's
         # end, against the script's own time.thread_time() around its steps.
-        own_cpu = statistics.mean(t[r["rank"]]["cpu"][1:]) * 1e3
+        own_cpu = own_mean(t[r["rank"]]["cpu"], steps)
         assert r["cpu_ms"] == pytest.approx(own_cpu, rel=STEP_TOLERANCE, abs=1.0), (r, own_cpu)
-    return t
+    return t, steps
 
 
 # How much slower the script's own clock must find a straggler's forward
@@ -105,7 +126,7 @@ def check_ranks_against_truth(prof, truth):
 OWN_SLOWER = 1.05
 
 
-def check_straggler_of_equal_work(prof, t):
+def check_straggler_of_equal_work(prof, t, steps):
     """Ranks doing the same work name no straggler, unless the script's
     own clocks show the machine held one rank back (2 ranks on 2 noisy
     cores have differed by a fifth): then its forward and optimizer took
@@ -118,9 +139,9 @@ def check_straggler_of_equal_work(prof, t):
         return
     assert f["cause"] != "input", f
     r, other = f["rank"], 1 - f["rank"]
-    own = statistics.mean(t[r]["forward_optimizer"][1:]) / statistics.mean(t[other]["forward_optimizer"][1:])
+    own = own_mean(t[r]["forward_optimizer"], steps) / own_mean(t[other]["forward_optimizer"], steps)
     assert own >= OWN_SLOWER, (f, own)
-    cpu_excess = (statistics.mean(t[r]["cpu"][1:]) - statistics.mean(t[other]["cpu"][1:])) * 1e3
+    cpu_excess = own_mean(t[r]["cpu"], steps) - own_mean(t[other]["cpu"], steps)
     if f["cause"] == "compute":
         assert cpu_excess >= 0.5 * f["compute_excess_ms"] - 1.0, (f, cpu_excess)
     else:
@@ -147,8 +168,8 @@ def test_balanced_run_has_no_straggler(tmp_path, launch):
     out, truth, code, stderr, _ = run_job(tmp_path, launch, "balanced")
     assert code == 0, stderr[-3000:]
     prof = load_profile(out)
-    t = check_ranks_against_truth(prof, truth)
-    check_straggler_of_equal_work(prof, t)
+    t, steps = check_ranks_against_truth(prof, truth, out)
+    check_straggler_of_equal_work(prof, t, steps)
     found = ids(prof)
     assert "load_imbalance" not in found
     # One bucket all-reduce per step (and DDP's set-up), matched in every
@@ -167,14 +188,14 @@ def test_the_slow_rank_is_named_with_why(tmp_path, launch, mode, cause):
     out, truth, code, stderr, _ = run_job(tmp_path, launch, mode, "--delay-ms", str(DELAY_MS))
     assert code == 0, stderr[-3000:]
     prof = load_profile(out)
-    t = check_ranks_against_truth(prof, truth)
+    t, steps = check_ranks_against_truth(prof, truth, out)
     found = ids(prof)
     assert "straggler" in found, [f["id"] for f in prof["findings"]]
     f = found["straggler"]
     assert f["rank"] == 1 and f["cause"] == cause, f
     planted = statistics.mean(t[1]["delays"][1:]) * 1e3
     if mode == "slow_backward":  # a spin on the main thread: CPU time, by both clocks
-        own_cpu_excess = (statistics.mean(t[1]["cpu"][1:]) - statistics.mean(t[0]["cpu"][1:])) * 1e3
+        own_cpu_excess = own_mean(t[1]["cpu"], steps) - own_mean(t[0]["cpu"], steps)
         assert f["cpu_excess_ms"] == pytest.approx(own_cpu_excess, rel=EXCESS_TOLERANCE), (f, own_cpu_excess)
     assert planted == pytest.approx(DELAY_MS, rel=0.05)  # the script did plant it
     assert f["excess_ms"] == pytest.approx(planted, rel=EXCESS_TOLERANCE), (f, planted)
@@ -191,7 +212,7 @@ def test_dominant_all_reduce_is_communication_bound(tmp_path):
     out, truth, code, stderr, _ = run_job(tmp_path, "torchrun", "comm_heavy")
     assert code == 0, stderr[-3000:]
     prof = load_profile(out)
-    check_ranks_against_truth(prof, truth)
+    check_ranks_against_truth(prof, truth, out)
     found = ids(prof)
     assert "communication_bound" in found, [f["id"] for f in prof["findings"]]
     assert "straggler" not in found
@@ -322,12 +343,14 @@ def test_four_ranks_name_the_one_with_a_slow_loader(tmp_path):
     prof = load_profile(out)
     assert [x["rank"] for x in prof["ranks"]] == [0, 1, 2, 3]
     t = {}
+    steps = compared_steps(out, range(4))
     for x in prof["ranks"]:
         with open(f"{truth}.rank{x['rank']}.json") as f:
             t[x["rank"]] = json.load(f)
-        own = statistics.mean(t[x["rank"]]["steps"][1:]) * 1e3
+        assert x["steps"] == len(steps), (x, steps)
+        own = own_mean(t[x["rank"]]["steps"], steps)
         assert x["step_ms"] == pytest.approx(own, rel=STEP_TOLERANCE), (x, own)
-        own_cpu = statistics.mean(t[x["rank"]]["cpu"][1:]) * 1e3
+        own_cpu = own_mean(t[x["rank"]]["cpu"], steps)
         assert x["cpu_ms"] == pytest.approx(own_cpu, rel=STEP_TOLERANCE, abs=1.0), (x, own_cpu)
     f = ids(prof).get("straggler")
     assert f is not None, [x["id"] for x in prof["findings"]]
@@ -336,7 +359,7 @@ def test_four_ranks_name_the_one_with_a_slow_loader(tmp_path):
     # around next(loader). Its whole excess is less than the planted delay
     # here: four ranks on two cores, the other three compute slower while
     # it sleeps (its compute is shorter by as much), so the job loses less.
-    waits = {k: statistics.mean(t[k]["data_waits"][1:]) * 1e3 for k in t}
+    waits = {k: own_mean(t[k]["data_waits"], steps) for k in t}
     own_excess = waits[3] - statistics.median(waits[k] for k in (0, 1, 2))
     assert f["data_excess_ms"] == pytest.approx(own_excess, rel=EXCESS_TOLERANCE), (f, own_excess)
     assert f["excess_ms"] <= f["data_excess_ms"] + 1.0, f

@@ -194,4 +194,4 @@ def test_two_nodes_meet_at_a_store_the_probe_waits_for(tmp_path):
     assert not any("no rendezvous store answered" in e for e in errors)
     r = subprocess.run([TOOL, "report", out], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    check_ranks_against_truth(load_profile(out), truth)
+    check_ranks_against_truth(load_profile(out), truth, out)

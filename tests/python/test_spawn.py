@@ -44,7 +44,7 @@ def test_spawned_ranks_are_profiled_under_their_process_group_rank(tmp_path):
         assert os.path.exists(os.path.join(out, f"rank-{k}", "report.txt"))
     prof = load_profile(out)
     assert len(prof["ranks"]) == 2
-    t = check_ranks_against_truth(prof, truth)
+    t, _ = check_ranks_against_truth(prof, truth, out)
     f = ids(prof).get("straggler")
     assert f is not None, [x["id"] for x in prof["findings"]]
     assert f["rank"] == 1 and f["cause"] == "input", f
