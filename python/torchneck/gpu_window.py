@@ -9,10 +9,14 @@ Which steps: the window opens at the end of an optimizer step once the
 last WINDOW_SETTLED_STEPS steps took within WINDOW_SETTLED_SPREAD of their
 median (warm-up over: allocator, cuDNN autotuning, lazy initialisation), or
 after WINDOW_LATEST_START steps whatever they took, and closes after
---gpu-steps steps. The trace is exported after the script ends, so the
-export costs the script nothing; stopping the profiler costs the step that
-follows a little (the native analysis leaves the window's steps and that
-one out of the CPU-side breakdown).
+--gpu-steps steps; without --gpu-steps, DEFAULT_STEPS or as many as keep
+the window within WINDOW_EVENT_BUDGET operator events (at least one), by
+the events the observer ended in the steps before it (Kineto keeps every
+event until its trace is exported). The trace is exported after the script
+ends, so the export costs the script nothing, and Kineto's results are
+let go at once, before the native analysis needs memory; stopping the
+profiler costs the step that follows a little (the native analysis leaves
+the window's steps and that one out of the CPU-side breakdown).
 
 What records what (docs/coexistence.md): torchneck's RecordFunction
 observer stays on throughout, Kineto adds its own callbacks for the window
@@ -36,6 +40,18 @@ WINDOW_SETTLED_SPREAD = 0.25
 WINDOW_EARLIEST_START = 2
 # ... and at the latest after this many, settled or not.
 WINDOW_LATEST_START = 20
+# Steps in the window when --gpu-steps is not given: a few steady steps,
+# as many as trace.json shows (--trace-steps) ...
+DEFAULT_STEPS = 5
+# ... but no more than hold this many operator events (at least one step).
+# Kineto keeps a record of each (with its CPU-side metadata; with CUDA, the
+# runtime call and the kernel too) until the trace is exported at the end:
+# measured on Debian 13, torch 2.6, Kineto's CPU activity, tiny_ops (~4,200
+# events a step), ~2.4 KB per event at the loop's end. 6,000 events, ~14
+# MB, keep the window within issue 17's +30 MB over a plain run once its
+# results are let go before the end's analysis; a model of large operators
+# (cnn: ~200 a step) gets all DEFAULT_STEPS.
+WINDOW_EVENT_BUDGET = 6000
 
 
 def _clock_offset_ns():
@@ -66,10 +82,14 @@ def _cuda_peaks():
 
 
 class GpuWindow:
-    def __init__(self, mode, steps, out_dir, guard, hold_detail=None):
+    def __init__(self, mode, steps, out_dir, guard, hold_detail=None, events_ended=None):
         self.mode = mode
         self._hold_detail = hold_detail  # native: detail on (True) until let go (False)
-        self.requested = steps
+        self._events_ended = events_ended  # native: the observer's events so far (None: --no-ops)
+        self._sized = steps is None  # no --gpu-steps: sized by WINDOW_EVENT_BUDGET
+        self.requested = DEFAULT_STEPS if steps is None else steps
+        self.steps = self.requested  # what the window records: requested, or fewer when sized
+        self._size_note = ""  # why fewer
         self.out_dir = out_dir
         self.guard = guard
         self.state = "off" if mode == "off" else "skipped"
@@ -83,6 +103,7 @@ class GpuWindow:
         self._open = False
         self._done = mode == "off"
         self._ends = []  # perf_counter at the last steps' ends
+        self._events = []  # the observer's events ended at the same steps' ends
         self._last_seen = 0  # optimizer steps ended so far
 
     # -- set-up ------------------------------------------------------------------
@@ -149,12 +170,34 @@ class GpuWindow:
             del self._ends[0]
         try:
             if not self._open:
+                if self._sized and self._events_ended is not None:
+                    self._events.append(int(self._events_ended()))
+                    if len(self._events) > WINDOW_SETTLED_STEPS + 1:
+                        del self._events[0]
                 if self._settled(step):
+                    self._size()
                     self._start(step + 1)
-            elif step >= self.first_step + self.requested - 1:
+            elif step >= self.first_step + self.steps - 1:
                 self._stop(step, "")
         except Exception as e:  # noqa: BLE001 - the window must never break the script
             self._fail(f"{type(e).__name__}: {e}")
+
+    def _size(self):
+        """Without --gpu-steps: DEFAULT_STEPS, or fewer so that the window
+        holds about WINDOW_EVENT_BUDGET operator events, by the median of
+        the events the last steps ended (the detail is held on through
+        them, so every operator is counted)."""
+        ev = self._events
+        if not self._sized or len(ev) < 2:
+            return
+        per = sorted(b - a for a, b in zip(ev, ev[1:]))[(len(ev) - 1) // 2]
+        if per <= 0:
+            return
+        fit = max(1, min(self.requested, WINDOW_EVENT_BUDGET // per))
+        if fit < self.requested:
+            self.steps = fit
+            self._size_note = (f"{fit} step{'' if fit == 1 else 's'}, not {self.requested}: ~{per:,} operator events a step, "
+                         f"and Kineto keeps each until the run's end (--gpu-steps N records N)")
 
     def _start(self, first_step):
         acts = [self._tp.ProfilerActivity.CPU]
@@ -177,7 +220,7 @@ class GpuWindow:
         finally:
             self._hold(False)
         self.end_ns = time.monotonic_ns()  # with the stop's cost: the step it lands in is not steady either
-        self.state, self.note = "recorded", note
+        self.state, self.note = "recorded", "; ".join(n for n in (self._size_note, note) if n)
 
     def _fail(self, why):
         self._hold(False)
@@ -196,7 +239,7 @@ class GpuWindow:
             except Exception as e:  # noqa: BLE001
                 self._fail(f"{type(e).__name__}: {e}")
                 return
-            self.note = "closed early: the script started torch.profiler itself"
+            self.note = "; ".join(n for n in (self._size_note, "closed early: the script started torch.profiler itself") if n)
         else:
             self._give_up("skipped", "not recorded: the script runs torch.profiler itself")
 
@@ -225,6 +268,21 @@ class GpuWindow:
             self.trace_path = path
         except Exception as e:  # noqa: BLE001
             self.state, self.note = "failed", f"the trace could not be exported to {path}: {type(e).__name__}: {e}"
+        self._let_go()
+
+    def _let_go(self):
+        """Kineto's results, ~2.4 KB an event, freed now rather than with the
+        profiler object, which torch.profiler.profile keeps in a reference
+        cycle (its action map holds its own bound methods) until a garbage
+        collection: the native analysis that follows reuses their memory
+        instead of adding to it."""
+        inner = getattr(self._prof, "profiler", None)
+        for owner in (inner, self._prof):
+            if owner is not None and hasattr(owner, "kineto_results"):
+                try:
+                    owner.kineto_results = None
+                except Exception:  # noqa: BLE001 - a torch whose object refuses: freed at its collection
+                    pass
         self._prof = None
 
     def facts(self, native):

@@ -104,7 +104,9 @@ OPTIONS = {o.long: o for o in [
         "on (the window even without CUDA: CPU activity only), off"],
            "MODE", default="auto", choices=GPU_MODES),
     Option(("--gpu-steps",), "gpu_steps", "int", [
-        "optimizer steps in the GPU window (default 5)"], "N", 1, 1000, default=5),
+        "optimizer steps in the GPU window (default 5, fewer when",
+        "a step has more than ~1,200 operator events: Kineto",
+        "keeps ~2 KB for each until the run's end)"], "N", 1, 1000),
     Option(("--nvml-interval-ms",), "nvml_interval_ms", "int", [
         "sample each GPU's utilisation, memory, SM clock and",
         "power through NVML every N ms (default 100; thinned",

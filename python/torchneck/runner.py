@@ -374,7 +374,8 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         spawns.install()
     guard = coexist.Guard(options)
     window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard,
-                                  hold_detail=_torchneck.hold_detail if detail == "window" else None)
+                                  hold_detail=_torchneck.hold_detail if detail == "window" else None,
+                                  events_ended=_torchneck.events_ended if options.ops else None)
     died_by = None  # the signal the script would have died by
     exit_code = 0
     saved_argv, saved_path = sys.argv, list(sys.path)

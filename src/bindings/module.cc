@@ -484,6 +484,9 @@ PYBIND11_MODULE(_torchneck, m) {
   // The GPU window (python/torchneck/gpu_window.py): detail held on from
   // when a window is to come until it closes (core/detail_window.h).
   m.def("hold_detail", [](bool on) { detail_window().held.store(on, std::memory_order_relaxed); });
+  // ... and sizes itself by the operator events a step ends (what Kineto
+  // keeps one record of each, until its trace is exported).
+  m.def("events_ended", [] { return op_observer_events_ended(); });
   m.def("set_current_thread_name", [](const std::string& name) {
     set_thread_name(current_thread_index(), name);
   });

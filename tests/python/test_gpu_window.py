@@ -9,10 +9,14 @@ same run, and the Kineto trace the window wrote, read here with json."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
-from conftest import TOOL, load_profile, run_plain, run_tool, script
+from conftest import ROOT, TOOL, load_profile, run_plain, run_tool, script
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from torchneck import gpu_window  # noqa: E402 - its constants; imports no torch
 
 try:
     import torch.profiler as _tp
@@ -110,6 +114,39 @@ def test_the_window_records_steady_steps_and_the_cpu_side_stays_right(tmp_path):
     assert addmm == 4 * truth["layers"], (addmm, truth["layers"])
     assert "gpu" not in profile  # CPU activity only: no device to analyse
     assert "CPU activity only: no device to analyse" in report
+
+
+def kineto_ops(trace_path):
+    with open(trace_path) as f:
+        return sum(1 for e in json.load(f)["traceEvents"] if e.get("cat") == "cpu_op")
+
+
+@needs_kineto
+def test_without_gpu_steps_the_window_is_sized_by_its_events(tmp_path):
+    # Kineto keeps ~2 KB per event until the run's end (docs/overhead.md):
+    # without --gpu-steps, a model of many small operators (tiny_ops:
+    # thousands a step) gets fewer steps, a light one all of the default's.
+    # Truth: the operators Kineto itself recorded in the window.
+    out = str(tmp_path / "tiny")
+    r = run_tool(["--gpu=on", "-o", out, os.path.join(ROOT, "examples", "tiny_ops.py"), "--steps", "30"], timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    w = load_profile(out)["gpu_window"]
+    assert w["state"] == "recorded", w
+    steps = w["last_step"] - w["first_step"] + 1
+    per_step = kineto_ops(w["trace"]) / steps
+    # as many steps as the budget holds by Kineto's count (ours counts
+    # user scopes too: a step's worth of slack either way)
+    fit = gpu_window.WINDOW_EVENT_BUDGET / per_step
+    assert steps < gpu_window.DEFAULT_STEPS and fit - 1 <= steps <= max(1, fit + 1), (steps, per_step, w)
+    assert w["requested_steps"] == gpu_window.DEFAULT_STEPS
+    assert w["note"].startswith(f"{steps} step") and f"not {gpu_window.DEFAULT_STEPS}" in w["note"], w
+    assert w["note"] in r.stdout + r.stderr
+    # A light loop: the whole default window, whose events fit the budget.
+    profile, _, _, _ = run_loop(tmp_path, "--gpu=on")
+    w = profile["gpu_window"]
+    assert w["state"] == "recorded" and w["note"] == "", w
+    assert w["last_step"] - w["first_step"] + 1 == gpu_window.DEFAULT_STEPS, w
+    assert kineto_ops(w["trace"]) <= gpu_window.WINDOW_EVENT_BUDGET, w
 
 
 @needs_kineto

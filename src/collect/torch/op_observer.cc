@@ -315,6 +315,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
   const Frame f = stack.back();
   stack.pop_back();
+  st->events_ended.store(st->events_ended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const int64_t total = end_ns - f.start_ns;
   const int64_t self = std::max<int64_t>(0, total - f.child_ns);
   if (!stack.empty()) stack.back().child_ns += total;
@@ -443,6 +444,14 @@ void stop_locked(Observer& o) {
 }  // namespace op_observer_detail
 
 using namespace op_observer_detail;  // NOLINT: this file's own state
+
+uint64_t op_observer_events_ended() {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  uint64_t n = 0;
+  for (const auto& st : o.threads) n += st->events_ended.load(std::memory_order_relaxed);
+  return n;
+}
 
 void detail_lockstep(int64_t period) {
   Observer& o = observer();

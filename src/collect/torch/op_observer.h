@@ -77,6 +77,12 @@ void close_user_scope(void* scope);
 // joined a process group of more than one rank. Nothing without windows.
 void detail_lockstep(int64_t period);
 
+// Events (operators, backward nodes, user scopes) every thread has ended
+// so far, in and out of sessions: the GPU window sizes itself by the
+// difference over a step (python/torchneck/gpu_window.py). Takes the
+// registry lock; once per step at most.
+uint64_t op_observer_events_ended();
+
 // Stops the observer and drops every thread's data without merging it (a
 // forked DataLoader worker drops what it inherited from its parent).
 void discard_op_observer();

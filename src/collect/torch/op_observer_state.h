@@ -106,6 +106,10 @@ struct ThreadState {
   // Raised by a snapshot (periodic spill) while it reads this thread's
   // aggregates; the thread waits at its next callback until it is lowered.
   std::atomic<uint32_t> frozen{0};
+  // Events this thread ended (every kind, detail windows or not): written
+  // by this thread only, read by op_observer_events_ended() on another
+  // (relaxed: a plain add on x86, no lock prefix). Never reset.
+  std::atomic<uint64_t> events_ended{0};
   const uint32_t thread_index;
   InternCache names;
   std::vector<Frame> stack;
