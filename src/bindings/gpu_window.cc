@@ -37,8 +37,9 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options, RankAn
   w.aligned_ops = al.matched;
   if (al.matched >= kMinAlignedOps) {
     w.alignment_correction_ns = al.correction_ns;
+    w.alignment_stretch = al.stretch;
     w.alignment_residual_ns = al.residual_ns;
-    gpu::shift_activities(window.activities, al.correction_ns);
+    gpu::align_activities(window.activities, al);
   }
   // CPU activity only (--gpu=on without CUDA): nothing for the GPU
   // analyses to say; the window's line and its steps stand.

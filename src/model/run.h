@@ -221,9 +221,13 @@ struct GpuWindow {
   int64_t clock_offset_ns = 0;
   // Filled when the trace is read (analyze/gpu/live_window.h, Alignment):
   // Kineto's operators matched to ours, the correction that moved the
-  // window onto them, and the median distance left.
+  // window onto them (at its first operator), the stretch of Kineto's clock
+  // taken out with it (per ns; 0: an offset alone), and the median distance
+  // left. The stretch is not kept in the spill: every analysis reads the
+  // trace and aligns it again.
   uint64_t aligned_ops = 0;
   int64_t alignment_correction_ns = 0;
+  double alignment_stretch = 0.0;
   int64_t alignment_residual_ns = 0;
   // torch's CUDA caching allocator over the whole run, per device the
   // script used (torch.cuda.max_memory_allocated / max_memory_reserved at

@@ -257,6 +257,7 @@ void write_gpu_window_json(JsonWriter& w, const GpuWindow& g) {
   w.field("clock_offset_ns", g.clock_offset_ns);
   w.field("aligned_ops", g.aligned_ops);
   w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);
+  w.field("alignment_stretch_ppm", g.alignment_stretch * 1e6);
   w.field("alignment_residual_us", static_cast<double>(g.alignment_residual_ns) / 1e3);
   w.key("cuda_peak_allocated_bytes").begin_array();
   for (int64_t b : g.cuda_peak_allocated) w.value(b);

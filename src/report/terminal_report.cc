@@ -338,10 +338,15 @@ void gpu_window_line(std::string& out, const Run& run) {
             static_cast<long long>(w.first_step), static_cast<long long>(w.last_step), acts.c_str(),
             ns_to_ms(w.end_ns - w.start_ns), w.trace_path.c_str(), w.note.empty() ? "" : "; ", w.note.c_str());
     if (w.activities.size() == 1) out += "  CPU activity only: no device to analyse\n";
-    if (w.aligned_ops > 0)
-      appendf(out, "  clocks aligned on %llu operators both recorded: moved %+.1f us, %.1f us apart after (median)\n",
+    if (w.aligned_ops > 0) {
+      // A stretch: Kineto's TSC-to-time conversion off (live_window.h).
+      std::string stretch;
+      if (w.alignment_stretch != 0.0) appendf(stretch, " and stretched %+.0f ppm", w.alignment_stretch * 1e6);
+      appendf(out, "  clocks aligned on %llu operators both recorded: moved %+.1f us%s, %.1f us apart after (median)\n",
               static_cast<unsigned long long>(w.aligned_ops), static_cast<double>(w.alignment_correction_ns) / 1e3,
+              stretch.c_str(),
               static_cast<double>(w.alignment_residual_ns) / 1e3);
+    }
   } else {
     appendf(out, "GPU window: %s%s\n", w.note.empty() ? "not recorded" : "", w.note.c_str());
   }

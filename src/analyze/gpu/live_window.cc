@@ -3,6 +3,7 @@
 #include "analyze/gpu/gpu_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -36,6 +37,67 @@ int64_t median(std::vector<int64_t>& v) {
   return v[v.size() / 2];
 }
 
+// The offset alone is kept where it leaves less than this: the usual case
+// (Kineto's and our operators' starts a few tens of ns apart), which the
+// line could only move by noise.
+constexpr int64_t kOffsetEnoughNs = 1000;
+// Bins of the tracked matches: at least this many operators each, and at
+// most kAlignBins of them (a stretch that reaches one bin from the line of
+// the bins before it is 1/kAlignBins of the window's).
+constexpr size_t kMinBinOps = 32;
+constexpr size_t kAlignBins = 32;
+
+// A Kineto operator with the live starts of its name on its thread.
+struct KinetoOp {
+  int64_t ts_ns;
+  const std::vector<int64_t>* live;
+};
+
+// live = kineto + c + b * (kineto - origin)
+struct Line {
+  int64_t origin = 0;
+  double c = 0.0, b = 0.0;
+  int64_t at(int64_t t) const {
+    return t + static_cast<int64_t>(std::llround(c + b * static_cast<double>(t - origin)));
+  }
+};
+
+// The live start nearest to x, as live - x; INT64_MAX when there is none.
+int64_t nearest(const std::vector<int64_t>& v, int64_t x) {
+  auto it = std::lower_bound(v.begin(), v.end(), x);
+  int64_t best = INT64_MAX;
+  if (it != v.end()) best = *it - x;
+  if (it != v.begin() && std::llabs(*std::prev(it) - x) < std::llabs(best)) best = *std::prev(it) - x;
+  return best;
+}
+
+// Each operator of [first, last) against the live starts nearest to where
+// the line puts it: live - line(kineto).
+void residuals(const std::vector<KinetoOp>& ops, size_t first, size_t last, const Line& l, std::vector<int64_t>& out) {
+  out.clear();
+  for (size_t i = first; i < last; ++i) {
+    const int64_t d = nearest(*ops[i].live, l.at(ops[i].ts_ns));
+    if (d != INT64_MAX) out.push_back(d);
+  }
+}
+
+// Least squares through (x, y) points, x from the origin.
+void fit(const std::vector<std::pair<double, double>>& pts, Line& l) {
+  if (pts.size() == 1) {
+    l.c = pts[0].second;
+    l.b = 0.0;
+    return;
+  }
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : pts) mx += x, my += y;
+  mx /= static_cast<double>(pts.size());
+  my /= static_cast<double>(pts.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : pts) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+  l.b = sxx > 0 ? sxy / sxx : 0.0;
+  l.c = my - l.b * mx;
+}
+
 }  // namespace
 
 Alignment align_window(const Run& live, const Activities& window, size_t max_ops) {
@@ -49,7 +111,7 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
   for (const OpEvent& e : live.timeline)
     if (e.kind == OpKind::kOperator) starts[{e.thread_index, e.name_id}].push_back(e.start_ns);
   for (auto& [key, v] : starts) std::sort(v.begin(), v.end());
-  std::vector<int64_t> diffs;
+  std::vector<KinetoOp> ops;
   size_t seen = 0;
   for (const Activity& e : window.events) {
     if (e.cat != ActivityKind::kCpuOp) continue;
@@ -58,19 +120,65 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
     auto n = name_of.find(window.name_of(e));
     if (t == thread_of.end() || n == name_of.end()) continue;
     auto s = starts.find({t->second, n->second});
-    if (s == starts.end()) continue;
-    const std::vector<int64_t>& v = s->second;
-    auto it = std::lower_bound(v.begin(), v.end(), e.ts_ns);
-    int64_t best = INT64_MAX;
-    if (it != v.end()) best = *it - e.ts_ns;
-    if (it != v.begin() && std::llabs(*std::prev(it) - e.ts_ns) < std::llabs(best)) best = *std::prev(it) - e.ts_ns;
-    if (best != INT64_MAX) diffs.push_back(best);
+    if (s == starts.end() || s->second.empty()) continue;
+    ops.push_back({e.ts_ns, &s->second});
   }
-  out.matched = diffs.size();
-  if (diffs.empty()) return out;
-  out.correction_ns = median(diffs);
-  for (int64_t& d : diffs) d = std::llabs(d - out.correction_ns);
-  out.residual_ns = median(diffs);
+  std::stable_sort(ops.begin(), ops.end(), [](const KinetoOp& a, const KinetoOp& b) { return a.ts_ns < b.ts_ns; });
+  if (ops.empty()) return out;
+  out.matched = ops.size();
+  out.origin_ns = ops.front().ts_ns;
+  // The offset alone: the median over every match.
+  std::vector<int64_t> r;
+  Line flat;
+  flat.origin = out.origin_ns;
+  residuals(ops, 0, ops.size(), flat, r);
+  flat.c = static_cast<double>(median(r));
+  for (int64_t& d : r) d = std::llabs(d - static_cast<int64_t>(flat.c));
+  out.correction_ns = static_cast<int64_t>(flat.c);
+  out.residual_ns = median(r);
+  if (out.residual_ns <= kOffsetEnoughNs) return out;
+  // A line, tracked bin by bin in time order.
+  const size_t bin = std::max(kMinBinOps, (ops.size() + kAlignBins - 1) / kAlignBins);
+  Line line = flat;
+  line.c = 0.0;  // the first bin from the clocks' offset alone: its span is short
+  std::vector<std::pair<double, double>> pts;
+  for (size_t first = 0; first < ops.size(); first += bin) {
+    const size_t last = std::min(ops.size(), first + bin);
+    residuals(ops, first, last, line, r);
+    if (r.empty()) continue;
+    const int64_t t = ops[first + (last - first) / 2].ts_ns;
+    const double x = static_cast<double>(t - line.origin);
+    pts.emplace_back(x, line.c + line.b * x + static_cast<double>(median(r)));
+    fit(pts, line);
+  }
+  // Then refined on every match the line now pairs (twice: a refit may
+  // pair a few more), leaving out those further from it than a few times
+  // the median distance: the bins' medians carry the tracking's error.
+  for (int pass = 0; pass < 2 && std::fabs(line.b) <= kMaxClockStretch; ++pass) {
+    residuals(ops, 0, ops.size(), line, r);
+    if (r.empty()) break;
+    std::vector<int64_t> dist(r.size());
+    for (size_t i = 0; i < r.size(); ++i) dist[i] = std::llabs(r[i]);
+    const int64_t reach = std::max<int64_t>(kOffsetEnoughNs, 4 * median(dist));
+    pts.clear();
+    for (const KinetoOp& op : ops) {
+      const int64_t d = nearest(*op.live, line.at(op.ts_ns));
+      if (d == INT64_MAX || std::llabs(d) > reach) continue;
+      const double x = static_cast<double>(op.ts_ns - line.origin);
+      pts.emplace_back(x, line.c + line.b * x + static_cast<double>(d));
+    }
+    if (pts.size() >= 2) fit(pts, line);
+  }
+  residuals(ops, 0, ops.size(), line, r);
+  if (r.empty() || std::fabs(line.b) > kMaxClockStretch) return out;
+  line.c += static_cast<double>(median(r));
+  residuals(ops, 0, ops.size(), line, r);
+  for (int64_t& d : r) d = std::llabs(d);
+  const int64_t left = median(r);
+  if (left >= out.residual_ns) return out;
+  out.correction_ns = std::llround(line.c);
+  out.stretch = line.b;
+  out.residual_ns = left;
   return out;
 }
 
@@ -201,6 +309,21 @@ std::vector<WindowStepGpu> window_step_gpu(const Run& live, const StepAnalysis& 
     out.push_back(w);
   }
   return out;
+}
+
+void align_activities(Activities& a, const Alignment& al) {
+  Line l;
+  l.origin = al.origin_ns;
+  l.c = static_cast<double>(al.correction_ns);
+  l.b = al.stretch;
+  for (Activity& e : a.events) {
+    const int64_t end = l.at(e.ts_ns + e.dur_ns);
+    e.ts_ns = l.at(e.ts_ns);
+    e.dur_ns = std::max<int64_t>(0, end - e.ts_ns);
+  }
+  for (ActivityFlow& f : a.flows) f.ts_ns = l.at(f.ts_ns);
+  for (CounterSeries& c : a.counters)
+    for (CounterSample& p : c.samples) p.t_ns = l.at(p.t_ns);
 }
 
 void shift_activities(Activities& a, int64_t offset_ns) {

@@ -21,19 +21,37 @@ namespace torchneck::gpu {
 std::vector<GpuLaunch> gpu_launches(const Run& live, const Activities& window);
 
 // How Kineto's CPU operators of the window line up with the same
-// operators on the live run's timeline (both record every aten op): each
-// Kineto cpu_op is matched to the live event of its name on its thread
-// that starts nearest to it. `correction_ns` (the median of live - Kineto
-// over the matches) is what to add to the window's times; `residual_ns`
-// the median distance left after it. matched == 0: nothing to compare (no
-// operator in both), and the clocks' offset stands alone.
+// operators on the live run's timeline (both record every aten op): a line,
+// live = kineto + correction_ns + stretch * (kineto - origin_ns), fitted to
+// the matches, not only an offset. Kineto's times come from the TSC through
+// a conversion torch fits at the profiler's start and stop; on a VM a
+// reading preempted between its two clocks skews that fit, and the whole
+// window comes out stretched (seen on these machines, in bursts: a once-a-
+// step operator's spacing up to 370 us off ours; an offset alone then left
+// a median 84-102 us). The matches are tracked in time order, in bins, each
+// bin matched by the line fitted to the bins before it (each Kineto cpu_op
+// to the live event of its name on its thread that starts nearest to where
+// the line puts it), so that a stretch larger than an operator's spacing
+// does not match it to its neighbour; the line is kept only where it leaves
+// less than the offset alone. `residual_ns`: the median distance left.
+// matched == 0: nothing to compare (no operator in both), and the clocks'
+// offset stands alone.
 struct Alignment {
   size_t matched = 0;
-  int64_t correction_ns = 0;
+  int64_t origin_ns = 0;      // the first matched operator's Kineto time
+  int64_t correction_ns = 0;  // added at origin_ns
+  double stretch = 0.0;       // added per ns past origin_ns (0: an offset alone)
   int64_t residual_ns = 0;
 };
 // At most `max_ops` Kineto operators are matched (the first ones).
 Alignment align_window(const Run& live, const Activities& window, size_t max_ops = 20000);
+// Stretches above this are no clock's error: the matches are not the same
+// operators, and the offset alone is kept.
+inline constexpr double kMaxClockStretch = 0.05;
+
+// Moves every activity of `a` onto the live run's clock by `al` (start and
+// end through the line: a duration is stretched with its clock).
+void align_activities(Activities& a, const Alignment& al);
 
 // Where in the script the window's synchronising calls came from: the
 // Python sampler's stack on the call's thread nearest to it in time (within
