@@ -47,7 +47,13 @@ def test_run_try_fix_diff(tmp_path):
     low, high = diff["ci95_pct"]
     assert low - 1 <= own <= high + 1, (own, diff["step_change_pct"], diff["ci95_pct"])
     assert diff["significant"] and diff["step_change_pct"] < -30
-    assert diff["phases"][0]["name"] == "data" and diff["layers"][0]["name"] == "fc"
+    # The layer that gained most is fc, the one the fix changed (512 -> 256
+    # units). Not the one that moved most: on 2 cores the fixed run's two
+    # DataLoader workers take CPU from the main thread's compute, and conv2,
+    # unchanged, got slower by as much as fc got faster once in Debian 13
+    # (Debian 12 by hand: conv2 3.1 -> 8.8 ms a step, fc 41.4 -> 28.6).
+    assert diff["phases"][0]["name"] == "data"
+    assert min(diff["layers"], key=lambda l: l["delta_ms"])["name"] == "fc", diff["layers"]
     assert "input_bound" in diff["findings"]["resolved"]
     [detail] = [x for x in diff["findings"]["details"] if x["id"] == "input_bound"]
     assert detail["try_change_pct"] == -e["measured_gain_pct"]
