@@ -73,6 +73,37 @@ TEST(DetailPolicy, CheapDetailStaysOnButForRarerAndRarerProbes) {
   EXPECT_TRUE(on.back());
 }
 
+TEST(DetailPolicy, OnNoisyStepsTheCostIsJudgedByItsUpperBound) {
+  // GIVEN detail that costs 5 % of a step, on steps that vary by a uniform
+  // +-35 % (sd ~20 %) from one to the next, as input_bound_python's do
+  // under the sampler; a probe's 5 and 3 steps then measure anything from
+  // about -20 % to +30 %
+  DetailPolicy p;
+  uint64_t seed = 12345;
+  auto noisy = [&](int64_t base) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(seed >> 11) / 9007199254740992.0;  // [0, 1)
+    return static_cast<int64_t>(static_cast<double>(base) * (0.65 + 0.7 * u));
+  };
+  std::vector<bool> on;
+  int64_t t = 1;
+  bool now = true;
+  p.on_boundary(t);
+  for (int i = 0; i < 2000; ++i) {
+    t += noisy(now ? 105 * kMs / 100 : kMs);
+    on.push_back(now);
+    now = p.on_boundary(t);
+  }
+  // THEN the noise is measured (~20 %), the detail never stays on, and it
+  // costs the run about the budget or less, whatever each probe measured
+  EXPECT_NEAR(p.cost_error() / 1.25 / std::sqrt(1.0 / 5 + 1.0 / 3), 0.2, 0.06);
+  EXPECT_FALSE(p.continuous());
+  const double detailed = static_cast<double>(count(on));
+  const double extra = detailed * 0.05 / (2000 + detailed * 0.05);
+  EXPECT_LT(extra, 0.02) << detailed;
+  EXPECT_GE(detailed, 5 + 2 + 5.0);  // set-up's warm-up, the first window, and more
+}
+
 TEST(DetailPolicy, ACostlyDetailMeasuredCheapOnceIsWindowedAtTheRecheck) {
   // GIVEN a first probe whose light steps ran as slow as the detailed ones
   // (a noisy machine), then detail that costs 50 %
