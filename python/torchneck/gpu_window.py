@@ -46,11 +46,11 @@ DEFAULT_STEPS = 5
 # ... but no more than hold this many operator events (at least one step).
 # Kineto keeps a record of each (with its CPU-side metadata; with CUDA, the
 # runtime call and the kernel too) until the trace is exported at the end:
-# measured on Debian 13, torch 2.6, Kineto's CPU activity, tiny_ops (~4,200
-# events a step), ~2.4 KB per event at the loop's end. 6,000 events, ~14
-# MB, keep the window within issue 17's +30 MB over a plain run once its
-# results are let go before the end's analysis; a model of large operators
-# (cnn: ~200 a step) gets all DEFAULT_STEPS.
+# measured on Debian 13, torch 2.6, Kineto's CPU activity, tiny_ops (~4,800
+# events a step), ~2.4 KB per event at the loop's end. 6,000 events are
+# ~14 MB: tiny_ops, 1 step, then peaks +37-39 MB over a plain run against
+# the default run's +25 (5 steps: +68; docs/overhead.md); a model of large
+# operators (cnn: ~200 a step) gets all DEFAULT_STEPS.
 WINDOW_EVENT_BUDGET = 6000
 
 
@@ -196,8 +196,9 @@ class GpuWindow:
         fit = max(1, min(self.requested, WINDOW_EVENT_BUDGET // per))
         if fit < self.requested:
             self.steps = fit
-            self._size_note = (f"{fit} step{'' if fit == 1 else 's'}, not {self.requested}: ~{per:,} operator events a step, "
-                         f"and Kineto keeps each until the run's end (--gpu-steps N records N)")
+            self._size_note = (f"{fit} step{'' if fit == 1 else 's'}, not {self.requested}: "
+                               f"~{per:,} operator events a step, and Kineto keeps each until the run's end "
+                               f"(--gpu-steps N records N)")
 
     def _start(self, first_step):
         acts = [self._tp.ProfilerActivity.CPU]

@@ -50,7 +50,11 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
 inline constexpr double kMaxClockStretch = 0.05;
 
 // Moves every activity of `a` onto the live run's clock by `al` (start and
-// end through the line: a duration is stretched with its clock).
+// end through the line: a duration is stretched with its clock). Device
+// work and runtime calls too, fitted on the operators only: this takes
+// CUPTI's timestamps through the same conversion as torch's (Kineto's
+// register_time_converter); not verified on a GPU, where a stretch of the
+// operators alone would show as launches outside their operators.
 void align_activities(Activities& a, const Alignment& al);
 
 // Where in the script the window's synchronising calls came from: the
