@@ -2,6 +2,7 @@
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -38,3 +39,15 @@ def load_profile(out_dir):
 @pytest.fixture
 def out_dir(tmp_path):
     return str(tmp_path / "out")
+
+
+def own_growth(profile, truth):
+    """The script's own step time growth over a run: the median of the
+    last third of its steady steps (as the profile marks them) over the
+    first third's, less 1, by the script's own per-step clock
+    (truth["per_step_s"]["step"]), as step_time_drift reads a run (its
+    thirds): a machine that slows down mid-run slows that clock as much."""
+    rows = truth["per_step_s"]["step"]
+    own = [rows[i] for i, s in enumerate(profile["steps"]["per_step"]) if s["steady"]]
+    k = len(own) // 3
+    return statistics.median(own[-k:]) / statistics.median(own[:k]) - 1

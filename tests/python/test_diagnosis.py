@@ -4,11 +4,10 @@ in the same run, and against truths known by construction."""
 
 import json
 import os
-import statistics
 
 import pytest
 
-from conftest import ROOT, load_profile, run_tool, script
+from conftest import ROOT, load_profile, own_growth, run_tool, script
 
 EXAMPLES = os.path.join(ROOT, "examples")
 
@@ -94,10 +93,7 @@ def test_balanced_cnn_has_no_high_severity_finding(tmp_path):
     # false verdict. Its thirds, as step_time_drift reads them, by the script.
     drift = [f for f in high if f["id"] == "step_time_drift"]
     if drift:
-        steps = profile["steps"]["per_step"]
-        own = [truth["per_step_s"]["step"][i] for i, s in enumerate(steps) if s["steady"]]
-        k = len(own) // 3
-        grown = statistics.median(own[-k:]) / statistics.median(own[:k]) - 1
+        grown = own_growth(profile, truth)
         assert grown >= 0.4, (drift, grown)
         high.remove(drift[0])
     assert not high, profile["findings"]

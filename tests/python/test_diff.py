@@ -7,12 +7,11 @@ bad input (one line, exit 2, nothing written)."""
 
 import json
 import os
-import statistics
 import subprocess
 
 import pytest
 
-from conftest import ROOT, load_profile, run_tool, script
+from conftest import ROOT, load_profile, own_growth, run_tool, script
 
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
 TOOL = os.path.join(ROOT, "torchneck")
@@ -41,16 +40,6 @@ def own_mean_ms(profile, truth):
     assert len(per_step) == len(rows), (len(per_step), len(rows))
     keep = [i for i, s in enumerate(per_step) if s["steady"] and not s["gpu_window"]]
     return 1e3 * sum(rows[i] for i in keep) / len(keep)
-
-
-def own_growth(profile, truth):
-    """The script's own step time growth over a run: the median of the
-    last third of its steady steps over the first third's, less 1, as
-    step_time_drift reads a run (its thirds)."""
-    rows = truth["per_step_s"]["step"]
-    own = [rows[i] for i, s in enumerate(profile["steps"]["per_step"]) if s["steady"]]
-    k = len(own) // 3
-    return statistics.median(own[-k:]) / statistics.median(own[:k]) - 1
 
 
 # step_time_drift's finding needs the steps to grow 20 % (kDriftShare); a
