@@ -363,6 +363,16 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         graphs.step_listeners.append(lambda steps: _torchneck.sync_module_hooks())
     if detail == "window":
         watch.on_joined.append(lambda rank, world: _torchneck.detail_lockstep() if world > 1 else None)
+
+    def joined(rank, world):
+        """A process that learns it is a rank when it joins its process
+        group: its spills say so from now on, the first one now. A rank
+        killed before the next scheduled spill (they come 1, 3, 7, 15 s in)
+        left only spills from before it joined, which the ranks' merge
+        cannot place (test_spawn's SIGKILLed rank, Debian 13, under load)."""
+        env_changed()
+        session.spill_soon()
+    watch.on_joined.append(joined)
     facts.install()
     backward = backward_scope.BackwardScope().install(_torchneck) if options.ops else None
     watch.install()
