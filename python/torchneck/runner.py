@@ -364,11 +364,15 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     if detail == "window":
         watch.on_joined.append(lambda rank, world: _torchneck.detail_lockstep() if world > 1 else None)
 
-    # A process that learns it is a rank when it joins its process group:
-    # its spills say so from then on. Their facts were set before, and a
-    # rank SIGKILLed before anything else set them again left spills the
-    # ranks' merge could not place (test_spawn, Debian 13, under load).
-    watch.on_joined.append(lambda rank, world: env_changed())
+    def joined(rank, world):
+        """A process that learns it is a rank when it joins its process
+        group: its spills say so from now on, the first one now. A rank
+        killed before the next scheduled spill (they come 1, 3, 7, 15 s in)
+        left only spills from before it joined, which the ranks' merge
+        cannot place (test_spawn's SIGKILLed rank, Debian 13, under load)."""
+        env_changed()
+        session.spill_soon()
+    watch.on_joined.append(joined)
     facts.install()
     backward = backward_scope.BackwardScope().install(_torchneck) if options.ops else None
     watch.install()

@@ -439,6 +439,7 @@ PYBIND11_MODULE(_torchneck, m) {
       .def("save", &Session::save, py::arg("facts"), py::arg("path"))
       .def("discard", &Session::discard)
       .def("stop", &Session::stop)
+      .def("spill_soon", [](Session&) { spill_soon(); })
       .def("finish", &Session::finish, py::arg("facts"), py::arg("out_dir"), py::arg("cwd"));
   // `torchneck report DIR`: the full report again from DIR/profile.spill
   // (after a kill -9, a fatal signal, or to see it once more).

@@ -34,7 +34,7 @@ struct Spiller {
   SpillOptions options;
   SpillSources sources;
   std::thread thread;
-  int pipe_r = -1, pipe_w = -1;  // wakes the thread: 's' stop, 'c' crash
+  int pipe_r = -1, pipe_w = -1;  // wakes the thread: 's' stop, 'c' crash, 'n' spill now
   pid_t pid = 0;
   std::mutex last_python_mu;  // the last Python snapshot
   Run last_python;
@@ -236,7 +236,12 @@ void spiller_main(Spiller* s) {
     const int r = poll(&p, 1, periodic ? static_cast<int>(std::min<int64_t>(wait_ms, 1 << 30)) : -1);
     if (r > 0) {
       char byte = 0;
-      if (read(s->pipe_r, &byte, 1) == 1 && byte == 'c') {
+      const bool got = read(s->pipe_r, &byte, 1) == 1;
+      if (got && byte == 'n') {  // spill now (spill_soon), then on the same schedule
+        if (periodic) next = now_ns();
+        continue;
+      }
+      if (got && byte == 'c') {
         try {
           report_crash(*s, s->crash_signal.load());
           s->crash_done.store(1);
@@ -309,6 +314,13 @@ void start_spiller(const SpillOptions& options, SpillSources sources) {
   while (!s.thread_ready.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   Py_END_ALLOW_THREADS
   if (options.crash_handler) install_handlers(s);
+}
+
+void spill_soon() {
+  Spiller* s = g_spiller;
+  if (s == nullptr || !s->running || getpid() != s->pid) return;
+  const char byte = 'n';
+  (void)!write(s->pipe_w, &byte, 1);
 }
 
 void stop_spiller() {

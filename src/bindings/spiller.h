@@ -50,6 +50,12 @@ void start_spiller(const SpillOptions& options, SpillSources sources);
 // written after it returns.
 void stop_spiller();
 
+// Asks the running spiller for a periodic spill now, its schedule going on
+// from it (nothing without periodic spills): the process just learned it
+// is a rank (python/torchneck/runner.py), and a rank killed before the next
+// scheduled spill would otherwise leave only spills that do not say so.
+void spill_soon();
+
 // In a forked child: the spill thread was the parent's and the handlers
 // report for the parent; remove the handlers and forget the thread.
 void forget_spiller();

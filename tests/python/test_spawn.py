@@ -85,9 +85,9 @@ def test_a_spawned_rank_killed_by_sigkill_leaves_its_last_spill(tmp_path):
     # writes its report. It dies 1 s into its loop, by its own clock (a
     # fixed step count took under 1 s on a fast machine): before the second
     # scheduled spill (3 s after its start), and the first (1 s) comes before
-    # it joins its process group: what names it a rank is that its spills'
-    # facts are set again when it joins (runner.py; a rank killed 2.5 s in,
-    # under load, once left no spill that said so).
+    # it joins its process group, so what names it a rank is the spill
+    # made when it joins (runner.py: a rank killed 2.5 s in, under load,
+    # once left no such spill).
     args = ["--mode", "kill", "--kill-after-s", "1", "--steps", "1000000"]
     out, r = spawn_run(tmp_path, *args)
     plain = subprocess.run([PYTHON, SPAWN, *args], env=ENV, capture_output=True, text=True, timeout=300)
