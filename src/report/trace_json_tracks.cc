@@ -96,8 +96,9 @@ void TraceBuilder::reserve_slices(size_t steps_in_window) {
   expected += module_edges / 2 + 1;
   for (const PyFrameEvent& f : run.py_frames) expected += inside(f.start_ns, f.end_ns);
   for (const PySample& x : run.samples) expected += inside(x.t_ns, x.t_ns);
-  if (activities != nullptr)
-    for (const Activity& e : activities->events) expected += inside(e.ts_ns, e.ts_ns + e.dur_ns);
+  if (activities != nullptr)  // what add_gpu keeps: runtime calls and device work, not Kineto's operators
+    for (const Activity& e : activities->events)
+      expected += (e.cat == ActivityKind::kRuntime || is_gpu_work(e.cat)) && inside(e.ts_ns, e.ts_ns + e.dur_ns);
   slices.reserve(std::min(expected, options.max_events + 1024));
 }
 

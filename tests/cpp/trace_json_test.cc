@@ -204,6 +204,35 @@ TEST(TraceJson, PartialOverlapOnAThreadIsClampedToTheParent) {
   EXPECT_EQ(doc["otherData"]["left_out"]["slices_clamped_to_their_parent"], 1);
 }
 
+TEST(TraceJson, SlicesCollectedOutOfOrderAreSortedBeforeTheyNest) {
+  // GIVEN one thread's slices collected in no order: C [300,400) holds
+  // D [320,380), A [0,100) partly overlaps B [50,150), and E [600,700)
+  // comes first (the sort moves every slice, in more than one cycle)
+  RunBuilder rb;
+  rb.event("E", OpKind::kUserScope, 600, 700);
+  rb.event("C", OpKind::kUserScope, 300, 400);
+  rb.event("B", OpKind::kOperator, 50, 150);
+  rb.event("D", OpKind::kOperator, 320, 380);
+  rb.event("A", OpKind::kUserScope, 0, 100);
+  const json doc = write(rb.run);
+  validate(doc);
+  // THEN B is clamped to A, its parent once sorted; D stays whole inside C;
+  // and the thread's slices are written in time order
+  std::map<std::string, std::pair<int64_t, int64_t>> at;
+  std::vector<int64_t> starts;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" || (e["cat"] != "operator" && e["cat"] != "user_scope")) continue;
+    at[e["name"]] = {ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])};
+    starts.push_back(ns(e["ts"]));
+  }
+  ASSERT_EQ(at.size(), 5u);
+  EXPECT_EQ(at["B"].second, 100);
+  EXPECT_EQ(at["D"].second - at["D"].first, 60);
+  EXPECT_EQ(at["E"].second - at["E"].first, 100);
+  EXPECT_TRUE(std::is_sorted(starts.begin(), starts.end()));
+  EXPECT_EQ(doc["otherData"]["left_out"]["slices_clamped_to_their_parent"], 1);
+}
+
 TEST(TraceJson, HostileNamesStayValidJsonAndNeverCloseAScriptTag) {
   // GIVEN a module class named like markup and a script path with </script>
   RunBuilder rb;
