@@ -46,10 +46,10 @@ TEST(DetailPolicy, CostlyDetailIsOnForWindowsSizedToTheBudget) {
   DetailPolicy p(o);
   // WHEN 2000 steps run
   const std::vector<bool> on = drive(p, 2000, 3 * kMs / 2, kMs);
-  // THEN the cost is measured as 0.5 and windows recur every
-  // 5 * 0.5 / 0.02 = 125 steps: the detailed steps cost ~2 % of the run
+  // THEN the cost is measured as 0.5 and windows of 1 + 5 steps recur
+  // every 6 * 0.5 / 0.02 = 150 steps: the detailed steps cost ~2 % of the run
   EXPECT_NEAR(p.measured_cost(), 0.5, 1e-9);
-  EXPECT_EQ(p.period(), 125);
+  EXPECT_EQ(p.period(), 150);
   EXPECT_FALSE(p.continuous());
   EXPECT_TRUE(on[0] && on[1] && on[5]);  // warm-up and the first window
   EXPECT_FALSE(on[8]);
@@ -57,6 +57,11 @@ TEST(DetailPolicy, CostlyDetailIsOnForWindowsSizedToTheBudget) {
   const double extra = detailed * 0.5 / (2000 + detailed * 0.5);
   EXPECT_GT(extra, 0.01);
   EXPECT_LT(extra, 0.03);
+  // and past the first window, the reopened windows cost the budget, not
+  // more: 6 steps of +50 % every 150 steps
+  const std::vector<bool> later(on.begin() + 150, on.begin() + 1950);
+  const double later_extra = static_cast<double>(count(later)) * 0.5;
+  EXPECT_LE(later_extra / (1800 + later_extra), 0.02);
 }
 
 TEST(DetailPolicy, CheapDetailStaysOnButForRarerAndRarerProbes) {
@@ -118,10 +123,10 @@ TEST(DetailPolicy, ACostlyDetailMeasuredCheapOnceIsWindowedAtTheRecheck) {
     now = p.on_boundary(t);
   }
   // THEN after the recheck (steps 30-32) it is windowed as the cost says:
-  // the first window, the recheck's 21 steps, then 6 steps every 125
+  // the first window, the recheck's 21 steps, then 6 steps every 150
   EXPECT_NEAR(p.measured_cost(), 0.5, 1e-9);
   EXPECT_FALSE(p.continuous());
-  EXPECT_EQ(p.period(), 125);
+  EXPECT_EQ(p.period(), 150);
   EXPECT_FALSE(on[40] || on[100]);
   EXPECT_LE(count(on), 6u + 21u + 3 * 6u);
 }
@@ -148,10 +153,10 @@ TEST(DetailPolicy, AStepTimeThatGrowsIsNotTakenForTheDetailsCost) {
 }
 
 TEST(DetailPolicy, WindowsAreNeverCloserThanTheProbeNeeds) {
-  // GIVEN detail just over the budget (3 %): the period from the formula
-  // (5 * 0.03 / 0.02 = 8 steps) is shorter than a window and its probe
+  // GIVEN detail just over the budget (2.5 %): the period from the formula
+  // (6 * 0.025 / 0.02 = 7.5 steps) is shorter than a window and its probe
   DetailPolicy p;
-  drive(p, 400, 103 * kMs / 100, kMs);
+  drive(p, 400, 1025 * kMs / 1000, kMs);
   // THEN the period is the window (with its unmeasured first step) plus
   // the light steps that measure it
   EXPECT_EQ(p.period(), 1 + 5 + 3);
@@ -222,13 +227,14 @@ TEST(DetailPolicy, DetailHeldOnStaysOnAndAMeasuredWindowFollowsItsRelease) {
   }
   // THEN steps 0-14 are detailed, then the window that follows (1 + 5
   // steps) is measured against the light probe after it, and windows
-  // recur as that cost says (every 125 steps)
+  // recur as that cost says (every 150 steps)
   for (int k = 0; k < 21; ++k) EXPECT_TRUE(on[k]) << k;
   EXPECT_FALSE(on[21]);
   EXPECT_NEAR(p.measured_cost(), 0.5, 1e-9);
-  EXPECT_EQ(p.period(), 125);
+  EXPECT_EQ(p.period(), 150);
   EXPECT_FALSE(on[100]);
-  EXPECT_TRUE(on[15 + 125]);
+  EXPECT_FALSE(on[15 + 125]);
+  EXPECT_TRUE(on[15 + 150]);
 }
 
 TEST(DetailPolicy, TheFixedScheduleIsNotHeld) {
