@@ -83,10 +83,6 @@ int64_t TraceBuilder::python_sort_index(uint32_t t) const {
   return t == run.main_thread ? 2 : 11 + 2 * static_cast<int64_t>(t);
 }
 
-namespace {
-constexpr size_t kArgsBytesPerSlice = 48;
-}  // namespace
-
 void TraceBuilder::reserve_slices(size_t steps_in_window) {
   // One allocation for the slices: growing by doubling would move them all
   // several times, and touch fresh pages each time. Sized by what falls in
@@ -107,6 +103,7 @@ void TraceBuilder::reserve_slices(size_t steps_in_window) {
   // Their args too, one string: ~45 bytes a slice on the bundled examples
   // (tiny_ops, cnn); grown by doubling instead, the last copy left the
   // string's half-size predecessor as a hole at the run's peak.
+  constexpr size_t kArgsBytesPerSlice = 48;
   args.reserve(slices.capacity() * kArgsBytesPerSlice);
 }
 
