@@ -207,7 +207,8 @@ TEST(TraceJson, PartialOverlapOnAThreadIsClampedToTheParent) {
 TEST(TraceJson, SlicesCollectedOutOfOrderAreSortedBeforeTheyNest) {
   // GIVEN one thread's slices collected in no order: C [300,400) holds
   // D [320,380), A [0,100) partly overlaps B [50,150), and E [600,700)
-  // comes first (the sort moves every slice, in more than one cycle)
+  // comes first (the sort moves four of the five, in two cycles: E and A
+  // trade places, C and B)
   RunBuilder rb;
   rb.event("E", OpKind::kUserScope, 600, 700);
   rb.event("C", OpKind::kUserScope, 300, 400);
