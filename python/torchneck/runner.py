@@ -355,7 +355,8 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     facts.on_change = env_changed
     worker_profiling = workers.WorkerProfiling(session, out_dir, options)
     facts.on_dataloader = worker_profiling.on_dataloader
-    graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0])
+    graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0],
+                                    (_torchneck.open_user_scope, _torchneck.close_user_scope) if options.ops else None)
     facts.on_optimizer = graphs.watch
     if options.ops and detail != "full":
         # Between detail windows the module hooks are removed, not idle:

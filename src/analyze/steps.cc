@@ -176,6 +176,7 @@ int tier_of(const PhaseInterval& iv) {
 // intervals alone give it, the phase all intervals give it), row-major
 // [light * kNumPhases + full]: what a step outside the detail windows, which
 // has only the light intervals, would have been had it been detailed.
+// The launcher's own work in "other" (Step::tool_ns) is left out of it.
 using JointPhases = std::array<int64_t, kNumPhases * kNumPhases>;
 struct JointSweep {
   std::vector<JointPhases> time;
@@ -193,22 +194,23 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
     int8_t tier;
     bool light;
     bool light_only;
+    bool tool;
   };
   if (joint != nullptr) {
     joint->time.assign(steps.size(), JointPhases{});
   }
   size_t n_edges = 0;
   for (const auto& iv : intervals)
-    if (iv.end_ns > iv.start_ns && tier_of(iv) >= 0 && (!iv.light_only || joint != nullptr)) n_edges += 2;
+    if (iv.end_ns > iv.start_ns && (tier_of(iv) >= 0 || iv.tool) && (!iv.light_only || joint != nullptr)) n_edges += 2;
   std::vector<Edge> edges;
   edges.reserve(n_edges);
   for (const auto& iv : intervals) {
     const int tier = tier_of(iv);
-    if (iv.end_ns <= iv.start_ns || tier < 0) continue;
+    if (iv.end_ns <= iv.start_ns || (tier < 0 && !iv.tool)) continue;
     if (iv.light_only && joint == nullptr) continue;
     const bool light = iv.light || iv.light_only;
-    edges.push_back({iv.start_ns, +1, static_cast<int8_t>(tier), light, iv.light_only});
-    edges.push_back({iv.end_ns, -1, static_cast<int8_t>(tier), light, iv.light_only});
+    edges.push_back({iv.start_ns, +1, static_cast<int8_t>(tier), light, iv.light_only, iv.tool});
+    edges.push_back({iv.end_ns, -1, static_cast<int8_t>(tier), light, iv.light_only, iv.tool});
   }
   std::vector<int64_t> bounds;
   bounds.reserve(2 * steps.size());
@@ -229,10 +231,16 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
   };
   int active[kTiers] = {0, 0, 0, 0, 0, 0};
   int active_light[kTiers] = {0, 0, 0, 0, 0, 0};
+  int active_tool = 0;
   size_t ei = 0, sj = 0;
   int64_t t = edges.empty() ? bounds.front() : std::min(edges.front().t, bounds.front());
   for (int64_t t_next = 0; next_point(t, t_next); t = t_next) {
     while (ei < edges.size() && edges[ei].t <= t) {
+      if (edges[ei].tool) {
+        active_tool += edges[ei].delta;
+        ++ei;
+        continue;
+      }
       if (!edges[ei].light_only) active[edges[ei].tier] += edges[ei].delta;
       if (edges[ei].light) active_light[edges[ei].tier] += edges[ei].delta;
       ++ei;
@@ -247,7 +255,9 @@ void sweep(const std::vector<PhaseInterval>& intervals, std::vector<Step>& steps
         break;
       }
     steps[sj].breakdown.ns[phase] += t_next - t;
-    if (joint != nullptr) {
+    const bool tool = active_tool > 0 && phase == static_cast<int>(Phase::kOther);
+    if (tool) steps[sj].tool_ns += t_next - t;
+    if (joint != nullptr && !tool) {
       int light = static_cast<int>(Phase::kOther);
       for (int tier = 0; tier < kTiers; ++tier)
         if (active_light[tier] > 0) {
@@ -283,6 +293,7 @@ std::vector<PhaseInterval> phase_intervals(const TimelineView& tv, const std::ve
     // The backward pass as the light events show it (the scope is also
     // inside `passes`, with the nodes, where there is detail).
     if (tv.is_backward_scope(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kBackward, false, true});
+    if (tv.is_tool_scope(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOther, false, true, false, true});
     if (tv.is_data(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kData, false, light});
     else if (tv.is_optimizer(e)) intervals.push_back({e.start_ns, e.end_ns, Phase::kOptimizer, false, light});
     else if (e.kind == OpKind::kOperator) intervals.push_back({e.start_ns, e.end_ns, Phase::kForward, true});
@@ -382,10 +393,13 @@ void estimate_undetailed(StepAnalysis& a, const JointSweep& joint) {
     if (st.detailed) continue;
     StepBreakdown est;
     int64_t assigned = 0;
+    // The launcher's own work stays "other", outside the split.
+    StepBreakdown light = st.breakdown;
+    light.ns[static_cast<int>(Phase::kOther)] -= st.tool_ns;
     for (int p = 0; p < kNumPhases; ++p) {
       if (p == static_cast<int>(Phase::kOther)) continue;
       double v = 0;
-      for (int q = 0; q < kNumPhases; ++q) v += static_cast<double>(st.breakdown.ns[q]) * share[q][p];
+      for (int q = 0; q < kNumPhases; ++q) v += static_cast<double>(light.ns[q]) * share[q][p];
       est.ns[p] = static_cast<int64_t>(std::llround(v));
       assigned += est.ns[p];
     }

@@ -61,6 +61,12 @@ struct Step {
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
   int micro_batches = 0;    // backward passes in the step outside optimizer.step (accumulation, several losses)
+  // The launcher's own work in the step's "other" time (the graph watch's
+  // looks at steps 2, 4, 8, ...). It stays in "other", and out of the split
+  // the undetailed steps are estimated by: a look in a detail window would
+  // otherwise pass for the script's time between operators in every step
+  // estimated from it.
+  int64_t tool_ns = 0;
   int64_t duration() const { return end_ns - start_ns; }
 };
 
@@ -165,6 +171,9 @@ struct PhaseInterval {
   // Seen only by the light sweep (what the light events alone would give),
   // not by the breakdown itself.
   bool light_only = false;
+  // The launcher's own work (TimelineView::is_tool_scope): no phase of its
+  // own; where it falls in "other" it is counted in Step::tool_ns.
+  bool tool = false;
 };
 StepBreakdown attribute_phases(const std::vector<PhaseInterval>& intervals, int64_t start_ns,
                                int64_t end_ns);

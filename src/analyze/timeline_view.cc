@@ -69,4 +69,10 @@ bool TimelineView::is_backward_scope(const OpEvent& e) const {
   return e.kind == OpKind::kUserScope && name(e) == "torchneck::backward";
 }
 
+// The launcher's own work inside a step: the graph watch's looks
+// (python/torchneck/graph_watch.py), after an optimizer step.
+bool TimelineView::is_tool_scope(const OpEvent& e) const {
+  return e.kind == OpKind::kUserScope && name(e) == "torchneck::graph_watch";
+}
+
 }  // namespace torchneck

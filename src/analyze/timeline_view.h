@@ -19,6 +19,7 @@ struct TimelineView {
   bool is_profiler_step(const OpEvent& e) const; // ProfilerStep#N
   bool is_backward(const OpEvent& e) const;      // node or engine wrapper
   bool is_backward_scope(const OpEvent& e) const;  // torchneck::backward (the launcher's)
+  bool is_tool_scope(const OpEvent& e) const;      // torchneck::graph_watch (the launcher's own work)
 
   const Run& run;
   // Indices into run.timeline of the main thread's events, in start order.

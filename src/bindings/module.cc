@@ -470,7 +470,9 @@ PYBIND11_MODULE(_torchneck, m) {
       },
       py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);
-  // The launcher's torchneck::backward scope (python/torchneck/backward_scope.py).
+  // The launcher's own user scopes: torchneck::backward
+  // (python/torchneck/backward_scope.py), torchneck::graph_watch
+  // (python/torchneck/graph_watch.py).
   m.def("open_user_scope", [](const std::string& name) {
     return reinterpret_cast<uintptr_t>(open_user_scope(name.c_str()));
   });

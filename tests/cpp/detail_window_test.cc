@@ -3,6 +3,7 @@
 // same run built with every step detailed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -410,6 +411,61 @@ TEST(DetailWindows, APeriodicStallIsFoundThroughTheWindowsLeftOut) {
   // 5 x 25 ms, over the 29 steps' undetailed time (29 x 10 + 5 x 25 ms)
   EXPECT_NEAR(static_cast<double>(g.excess_ns), 125.0 * kMs, 3.0 * kMs);
   EXPECT_NEAR(g.share, 125.0 / 415.0, 0.01);
+}
+
+TEST(DetailWindows, TheLaunchersOwnWorkInAWindowIsNotTakenForTheScriptsTime) {
+  // GIVEN 40 steps of 11 ms: a 1 ms fetch, the module's forward 3 ms, 1 ms
+  // of Python before backward ("other"), backward 4 ms, SGD.step 2 ms;
+  // detailed in 0-2 and 20-24; and the graph watch's 3 ms look (the
+  // launcher's user scope) at the start of steps 2, 4, 8, 16, 21, 23 and
+  // 32, two of them inside the window, one in an undetailed step
+  const std::vector<int> looks = {2, 4, 8, 16, 21, 23, 32};
+  RunBuilder rb;
+  rb.run.modules = {ModuleInfo{"Net", "Net", 10, -1}};
+  rb.run.env.optimizers = {OptimizerFacts{"SGD", 2, false}};
+  rb.run.detail_mode = "window";
+  int64_t t = 0, window_start = 0;
+  for (int k = 0; k < 40; ++k) {
+    const bool detail = k < 3 || (k >= 20 && k < 25);
+    if (k == 20) window_start = t;
+    if (std::find(looks.begin(), looks.end(), k) != looks.end()) {
+      rb.event("torchneck::graph_watch", OpKind::kUserScope, t, t + 3 * kMs);
+      t += 3 * kMs;
+    }
+    rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, t, t + kMs);
+    if (detail) {
+      rb.module(0, t + kMs, t + 4 * kMs);
+      rb.event("aten::addmm", OpKind::kOperator, t + 2 * kMs, t + 4 * kMs, k);
+      rb.event("AddmmBackward0", OpKind::kBackward, t + 5 * kMs, t + 9 * kMs, k);
+    }
+    rb.event("torchneck::backward", OpKind::kUserScope, t + 5 * kMs, t + 9 * kMs);
+    rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t + 9 * kMs, t + 11 * kMs);
+    t += 11 * kMs;
+    if (k == 2) rb.run.detail_spans.emplace_back(0, t);
+    if (k == 24) rb.run.detail_spans.emplace_back(window_start, t);
+  }
+  rb.finish();
+  // WHEN the steps are analysed
+  const StepAnalysis a = analyze_steps(rb.run);
+  ASSERT_EQ(a.steps.size(), 40u);
+  ASSERT_FALSE(a.steps[32].detailed);
+  ASSERT_TRUE(a.steps[21].detailed);
+  // THEN each look is the launcher's time, in "other"
+  EXPECT_EQ(a.steps[21].tool_ns, 3 * kMs);
+  EXPECT_EQ(a.steps[32].tool_ns, 3 * kMs);
+  EXPECT_EQ(a.steps[10].tool_ns, 0);
+  // AND the undetailed steps' forward is the planted 3 ms, with or without
+  // a look (the detailed steps' looks taken for Python between their
+  // operators put it at 4 x 21 / 37 ms = 2.27 ms: steps 1-2 and 20-24 have
+  // 21 ms of forward in 37 ms of light "other", 9 ms of it looks)
+  EXPECT_NEAR(static_cast<double>(a.steps[10].breakdown[Phase::kForward]), 3.0 * kMs, 1e3);
+  EXPECT_NEAR(static_cast<double>(a.steps[32].breakdown[Phase::kForward]), 3.0 * kMs, 1e3);
+  // AND a look outside the windows stays in its step's "other", with the
+  // 1 ms of Python
+  EXPECT_NEAR(static_cast<double>(a.steps[32].breakdown[Phase::kOther]), 4.0 * kMs, 1e3);
+  EXPECT_EQ(a.steps[32].breakdown.total(), a.steps[32].duration());
+  // AND the run's forward is 3 ms a step
+  EXPECT_NEAR(static_cast<double>(a.breakdown[Phase::kForward]), 3.0 * kMs, 1e3);
 }
 
 TEST(DetailWindows, AFullDetailRunIsUnchanged) {

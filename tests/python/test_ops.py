@@ -103,10 +103,14 @@ def test_call_counts_equal_the_autograd_profiler(runs):
     assert len(both) >= 40, (sorted(oracle), sorted(mine))
     assert {n: (oracle[n], mine[n]) for n in both if oracle[n] != mine[n]} == {}
     assert sorted(set(oracle) - set(mine)) == []
-    # torchneck::backward: the launcher's own scope around each backward
-    # call (python/torchneck/backward_scope.py), one per step
+    # The launcher's own scopes: torchneck::backward around each backward
+    # call (python/torchneck/backward_scope.py), one per step, and
+    # torchneck::graph_watch around each look of the graph watch, after
+    # optimizer steps 2, 4, 8, ... (python/torchneck/graph_watch.py)
     assert mine.get("torchneck::backward") == STEPS
-    assert [n for n in sorted(set(mine) - set(oracle)) if not profiler_filters(n) and n != "torchneck::backward"] == []
+    assert mine.get("torchneck::graph_watch") == STEPS.bit_length() - 1
+    launcher = {"torchneck::backward", "torchneck::graph_watch"}
+    assert [n for n in sorted(set(mine) - set(oracle)) if not profiler_filters(n) and n not in launcher] == []
 
 
 def test_backward_nodes_and_user_scopes_have_their_kind_and_count(runs):
