@@ -5,7 +5,7 @@ bundled examples: each run against the script's own clock in that same run
 cuts steps). The window run counts every step exactly, and its data share,
 and each phase the script times itself (forward, backward, optimizer), errs
 from the script's clock by what the full run errs from its own, within 2
-percentage points (issue 17)."""
+percentage points (issue 17; growing_history's forward within 3, below)."""
 
 import pytest
 
@@ -17,25 +17,40 @@ from test_loops import run_loop, steady_rows
 SHAPES = ["uniform_clean", "grad_accum", "two_optimizers", "eval_in_loop", "checkpoint_every_k",
           "bursty_loader", "trainer_class", "lbfgs_closure", "grad_scaler", "growing_history"]
 # Our phase for each of the script's own keys, where it times that phase.
-PHASES = {"data": "data_wait", "forward": "forward", "backward": "backward", "optimizer": "optimizer"}
+PHASES = {"data": ("data_wait",), "forward": ("forward",), "backward": ("backward",), "optimizer": ("optimizer",)}
+# growing_history times its penalty over the snapshots ("history": clones,
+# subtractions and means outside any module call, before backward) apart
+# from the model's forward; our forward phase holds both (operators outside
+# module calls before backward are forward; steps.h), so its forward is
+# compared with the script's two together. Against the script's forward
+# alone it erred by -1.1 to +4.3 pp (beyond 2 pp in 6 of 16 runs), against
+# the two -2.5 to +0.8 pp (1 of 16), on the same runs: the script's
+# history share is 1.8 pp higher (mean; sd 1.2) next to its forward in the
+# window run than in the full run, where detail on every step adds more to
+# the model's module calls than to the penalty's small operators.
+SCRIPT_PHASES = {"growing_history": {"forward": ("forward", "history")}}
 TOLERANCE_PP = 2.0
-# growing_history's steps grow ~2 % each and its detail costs +6 to +25 %
-# a step, most of it in its many small operators: one window in its 60
-# steps, and the estimated forward share off the full run's by +0.6 to
-# +3.7 pp (-4.9 once), beyond 2 pp in 8 of 10 runs, a limit of the
-# proportional estimator (docs/overhead.md, Known limits); its data share
-# is measured in every step and held to the bar.
-MEASURED_ONLY = {"growing_history": ("data",)}
+# growing_history's forward, estimated in 53 of its 59 steady steps from
+# one window of 6 early steps, errs +0.7 pp on average (sd 0.8; 24 runs,
+# -1.7 to +2.0; and beyond 2 pp in 1 of 15 runs of this test): its early
+# steps hold relatively more forward than its later ones (light "other"
+# 16.1 % Python in steps 1-6, 17.1 % after, in a full run), and the
+# detail's cost lands in its many small operators more than in the Python
+# between them; docs/overhead.md, Known limits. 3 pp holds it with margin
+# and still fails the graph watch's looks taken for the script's time
+# (-3.5 and -6.6 pp seen before they were kept out of the estimate).
+SCRIPT_TOLERANCE_PP = {("growing_history", "forward"): 3.0}
 
 
-def errors(profile, truth):
+def errors(profile, truth, shape):
     """Our share of each phase the script timed, minus the script's own
     share over the rows we call steady, in percentage points."""
     keep = steady_rows(truth, profile)
     per = truth["per_step_s"]
     total = sum(per["step"][i] for i in keep)
-    return {ours: profile["steps"]["breakdown_pct"][ours] - 100 * sum(per[theirs][i] for i in keep) / total
-            for ours, theirs in PHASES.items() if theirs in per}
+    phases = {**PHASES, **SCRIPT_PHASES.get(shape, {})}
+    return {ours: profile["steps"]["breakdown_pct"][ours] - 100 * sum(per[k][i] for k in keys for i in keep) / total
+            for ours, keys in phases.items() if all(k in per for k in keys)}
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -45,9 +60,9 @@ def test_windowed_loop_figures_match_full_detail_against_the_scripts_clock(shape
     assert full["steps"]["detail"] == "full" and window["steps"]["detail"] == "window"
     for p, truth in ((full, full_truth), (window, window_truth)):
         assert p["steps"]["count"] == truth["steps"], (shape, p["steps"]["count"], truth["steps"])
-    e_full, e_window = errors(full, full_truth), errors(window, window_truth)
+    e_full, e_window = errors(full, full_truth, shape), errors(window, window_truth, shape)
     assert "data" in e_full
-    for phase in MEASURED_ONLY.get(shape, e_full):
-        assert abs(e_window[phase] - e_full[phase]) <= TOLERANCE_PP, (
+    for phase in e_full:
+        assert abs(e_window[phase] - e_full[phase]) <= SCRIPT_TOLERANCE_PP.get((shape, phase), TOLERANCE_PP), (
             f"{shape} {phase}: window {e_window[phase]:+.1f} pp from the script's clock, "
             f"full {e_full[phase]:+.1f} pp")
