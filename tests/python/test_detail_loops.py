@@ -26,8 +26,9 @@ PHASES = {"data": ("data_wait",), "forward": ("forward",), "backward": ("backwar
 # alone it erred by -1.1 to +4.3 pp (beyond 2 pp in 6 of 16 runs), against
 # the two -2.5 to +0.8 pp (1 of 16), on the same runs: the script's
 # history share is 1.8 pp higher (mean; sd 1.2) next to its forward in the
-# window run than in the full run, where detail on every step adds more to
-# the model's module calls than to the penalty's small operators.
+# window run than in the full run (inferred, not measured: detail on every
+# step slows the model's hooked module calls more than the penalty's small
+# operators).
 SCRIPT_PHASES = {"growing_history": {"forward": ("forward", "history")}}
 TOLERANCE_PP = 2.0
 # growing_history's forward, estimated in 53 of its 59 steady steps from
