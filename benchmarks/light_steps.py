@@ -1,0 +1,125 @@
+"""What a light step (between detail windows) costs, in one process: the
+steps of tiny_ops' model (examples/tiny_ops.py, no DataLoader) timed by
+their own clock, in blocks, against the same process's steps outside them,
+so the process-to-process noise of a benchmark of separate runs (4-5 % on
+these 2 cores, docs/overhead.md) is not in the figure.
+
+    /usr/bin/python3 benchmarks/light_steps.py [--steps N] [--cycles K] [--bare]
+
+Blocks of N steps, pooled per kind over K cycles (order rotated per
+cycle); the median step of each kind as a ratio to the plain steps':
+  plain     nothing registered
+  thread    after the plain blocks, an idle Python thread is started for
+            good (glibc and libstdc++ do not go back to their single-thread
+            paths), and these blocks run with it beside them
+  observer  interleaved with the thread blocks: a torchneck session (a new
+            one a block) with the operator observer only, its light
+            callback for user scopes and its detail windows; no sampler,
+            memory sampler, GC timing or nn.Module scopes. Each block's
+            first window (~7 of 100 steps) is a minority the median leaves
+            out: the light steps' cost, against the thread blocks
+--bare adds blocks with one RecordFunction callback for user scopes that
+does nothing (a small C++ extension compiled first with
+torch.utils.cpp_extension, ~20 s): torch's own cost of any callback.
+Run from the repository root after `make build`."""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "python")]
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import tiny_ops  # noqa: E402
+
+BARE_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/record_function.h>
+static at::CallbackHandle handle = 0;
+static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) { return nullptr; }
+static void on_end(const at::RecordFunction&, at::ObserverContext*) {}
+void add_bare() {
+  handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
+}
+void remove_bare() { if (handle != 0) at::removeCallback(handle); handle = 0; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add_bare); m.def("remove", &remove_bare); }
+"""
+
+
+def build_bare():
+    from torch.utils.cpp_extension import load_inline
+    try:
+        return load_inline(name="light_steps_bare", cpp_sources=[BARE_SOURCE],
+                           build_directory=tempfile.mkdtemp(prefix="light-steps-"), verbose=False)
+    except (RuntimeError, OSError) as e:  # no compiler, no ninja, no torch headers
+        sys.exit(f"light_steps: cannot build the --bare extension: {str(e).strip().splitlines()[0]}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=100, help="steps per block")
+    p.add_argument("--cycles", type=int, default=8)
+    p.add_argument("--bare", action="store_true")
+    args = p.parse_args()
+    bare = build_bare() if args.bare else None
+
+    torch.manual_seed(0)
+    model = tiny_ops.TinyOpsNet(48, 2, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.001, foreach=False)
+    loss_fn = nn.MSELoss()
+    x, y = torch.randn(8, 8), torch.randn(8, 8)
+    clock = time.perf_counter
+
+    def block(n):
+        times = []
+        for _ in range(n):
+            t0 = clock()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            times.append(clock() - t0)
+        return times
+
+    block(50)  # warm-up
+    kinds = ["plain", "bare"] if bare else ["plain"]
+    times = {k: [] for k in kinds}
+    for c in range(args.cycles):
+        for kind in kinds[c % len(kinds):] + kinds[:c % len(kinds)]:
+            if kind == "bare":
+                bare.add()
+            times[kind] += block(args.steps)
+            if kind == "bare":
+                bare.remove()
+    # Then an idle thread, for good (the fast paths do not come back), and
+    # blocks with and without a session, interleaved: a session per block.
+    from torchneck import _torchneck
+    threading.Thread(target=time.sleep, args=(1e9,), daemon=True).start()
+    times["thread"], times["observer"] = [], []
+    for c in range(args.cycles):
+        for kind in ("thread", "observer") if c % 2 == 0 else ("observer", "thread"):
+            if kind == "observer":
+                session = _torchneck.Session(python_mode="off", ops=True, memory_interval_ms=0, gc=False,
+                                             nvml_interval_ms=0, modules=False, detail="window")
+                session.start()
+            times[kind] += block(args.steps)
+            if kind == "observer":
+                session.stop()
+
+    base = statistics.median(times["plain"])
+    print(f"tiny_ops' model, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
+          f"median step, ratio to plain (in one process)")
+    for kind, t in times.items():
+        m = statistics.median(t)
+        print(f"{kind:9s} {m * 1e3:.3f} ms  {m / base:.3f}x  ({len(t)} steps)")
+
+
+if __name__ == "__main__":
+    main()
