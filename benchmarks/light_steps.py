@@ -23,7 +23,9 @@ does nothing (a small C++ extension compiled first with
 torch.utils.cpp_extension, ~20 s): torch's own cost of any callback.
 Run from the repository root after `make build`."""
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -55,9 +57,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add", &add_bare); m.def("remov
 
 def build_bare():
     from torch.utils.cpp_extension import load_inline
+    where = tempfile.mkdtemp(prefix="light-steps-")
+    atexit.register(shutil.rmtree, where, True)  # the loaded module needs it until then
     try:
         return load_inline(name="light_steps_bare", cpp_sources=[BARE_SOURCE],
-                           build_directory=tempfile.mkdtemp(prefix="light-steps-"), verbose=False)
+                           build_directory=where, verbose=False)
     except (RuntimeError, OSError) as e:  # no compiler, no ninja, no torch headers
         sys.exit(f"light_steps: cannot build the --bare extension: {str(e).strip().splitlines()[0]}")
 
@@ -68,6 +72,10 @@ def main():
     p.add_argument("--cycles", type=int, default=8)
     p.add_argument("--bare", action="store_true")
     args = p.parse_args()
+    try:
+        from torchneck import _torchneck
+    except ImportError as e:
+        sys.exit(f"light_steps: torchneck's native part is not built for this python ({e}); run `make build`")
     bare = build_bare() if args.bare else None
 
     torch.manual_seed(0)
@@ -100,7 +108,6 @@ def main():
                 bare.remove()
     # Then an idle thread, for good (the fast paths do not come back), and
     # blocks with and without a session, interleaved: a session per block.
-    from torchneck import _torchneck
     threading.Thread(target=time.sleep, args=(1e9,), daemon=True).start()
     times["thread"], times["observer"] = [], []
     for c in range(args.cycles):
