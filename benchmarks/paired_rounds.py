@@ -14,6 +14,8 @@ to the first configuration's run in the same round (this machine's speed
 drifts within minutes; a ratio to a separate baseline run would carry it).
 Give a second plain configuration to see the noise between two identical
 ones. Run from the repository root."""
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -22,14 +24,36 @@ import subprocess
 import sys
 import tempfile
 
-# The same pinned malloc thresholds as benchmarks/overhead, for every process.
-ENV = dict(os.environ, MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="268435456")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _overhead():
+    """benchmarks/overhead (a script without .py) as a module: its pinned
+    malloc thresholds, the same for every process here as there."""
+    loader = importlib.machinery.SourceFileLoader("overhead", os.path.join(ROOT, "benchmarks", "overhead"))
+    spec = importlib.util.spec_from_loader("overhead", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+ENV = dict(os.environ, **_overhead().PINNED_MALLOC)
+
+
+def interpreter():
+    """The python ./torchneck runs in (build/python-path): plain runs use the
+    same one, or the ratios would compare two interpreters."""
+    try:
+        with open(os.path.join(ROOT, "build", "python-path")) as f:
+            return f.readline().strip()
+    except OSError:
+        sys.exit("paired_rounds: torchneck is not built (no build/python-path); run `make build`")
 
 
 def run_once(flags, script, steps, work):
     truth = os.path.join(work, "truth.json")
     if flags == "plain":
-        argv = [sys.executable, script]
+        argv = [interpreter(), script]
     else:
         argv = ["./torchneck", "run", *flags.split(), "-o", os.path.join(work, "out"), script]
     argv += ["--steps", str(steps), "--ground-truth", truth]
@@ -47,6 +71,9 @@ def main(argv):
         sys.exit(__doc__.split("\n\n")[1])
     rounds, steps, script = int(argv[1]), int(argv[2]), argv[3]
     configs = [c.split("=", 1) for c in argv[4:]]
+    names = [name for name, _ in configs]
+    if len(set(names)) != len(names):
+        sys.exit("paired_rounds: each configuration needs its own name (plain=plain plain2=plain)")
     results = {name: [] for name, _ in configs}
     for r in range(rounds):
         k = r % len(configs)
