@@ -6,9 +6,10 @@ time estimated. torch.autograd.backward (which Tensor.backward calls) is
 wrapped for the length of the session in a RecordFunction user scope made
 natively (_torchneck.open_user_scope: Python's record_function would make a
 tensor per call in torch 1.13, three operators in the profile): one user
-scope per backward call (~2 us), which the light callback records in
-every step, so the backward phase is measured, not estimated, in the steps
-outside the windows too. The analysis counts the scope as a backward pass
+scope per backward call (~2 us), which the observer records in every
+step (without a callback: begin_user_scope, src/collect/torch/op_observer.h),
+so the backward phase is measured, not estimated, in the steps outside the
+windows too. The analysis counts the scope as a backward pass
 (src/analyze/timeline_view.cc)."""
 
 import functools

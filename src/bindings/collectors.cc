@@ -2,6 +2,7 @@
 
 #include "collect/python/gc_pauses.h"
 #include "collect/python/module_scopes.h"
+#include "collect/python/record_function_scopes.h"
 #include "collect/python/sampler.h"
 #include "collect/python/tracer.h"
 #include "collect/system/memory_sampler.h"
@@ -31,6 +32,29 @@ class OpCollector final : public Collector {
 
  private:
   OpObserverOptions options_;
+};
+
+// Python's record_function scopes recorded by the operator observer without
+// a RecordFunction callback (collect/python/record_function_scopes.h), so
+// that none is registered between detail windows. Without it (the class
+// cannot be wrapped) the observer's light callback records them, with a note.
+class RecordFunctionScopeCollector final : public Collector {
+ public:
+  const char* name() const override { return "record_function scopes"; }
+  bool required() const override { return false; }
+  bool python_side() const override { return true; }
+  bool start(std::string* error) override {
+    if (!start_record_function_scopes(error)) return false;
+    python_scopes_covered(true);
+    return true;
+  }
+  void stop() override {
+    python_scopes_covered(false);
+    stop_record_function_scopes();
+  }
+  bool snapshot(Run&, int64_t) override { return true; }  // its scopes are the observer's
+  void collect(Run&) override {}
+  void discard() override { stop_record_function_scopes(); }  // the observer's discard drops the rest
 };
 
 // nn.Module scopes: without them the layers table and the forward phase are
@@ -187,6 +211,7 @@ class TracerCollector final : public Collector {
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& o) {
   std::vector<std::unique_ptr<Collector>> list;
   if (o.ops) list.push_back(std::make_unique<OpCollector>(o));
+  if (o.ops) list.push_back(std::make_unique<RecordFunctionScopeCollector>());
   if (o.memory_interval_ms > 0) list.push_back(std::make_unique<MemoryCollector>(o));
   if (o.nvml_interval_ms > 0) list.push_back(std::make_unique<NvmlCollector>(o));
   if (o.modules) list.push_back(std::make_unique<ModuleScopeCollector>());

@@ -30,7 +30,8 @@ struct CollectorOptions {
   bool gc = true;                    // garbage collections (gc.callbacks)
 };
 
-// In start order (collect/collector.h): the operator observer, the memory
+// In start order (collect/collector.h): the operator observer and its
+// record_function scopes, the memory
 // sampler, the NVML sampler, the module scopes, the GC pauses, then the Python sampler or
 // tracer.
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorOptions& options);

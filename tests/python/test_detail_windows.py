@@ -114,6 +114,26 @@ def test_module_hooks_are_registered_only_for_detailed_steps(tmp_path):
     assert [n > 0 for n in hooks] == detailed
 
 
+def test_no_recordfunction_callback_between_windows_and_every_python_scope_recorded(tmp_path):
+    # Between windows no RecordFunction callback is registered (any costs
+    # ~2 % of a small-op step): Python's record_function scopes (torch's
+    # optimizer and DataLoader scopes are of that class) are recorded by
+    # the wrapped class in every step, and a scope made in C++ (torch's
+    # profiler op called directly, as C++ code and TorchScript do) only in
+    # the detailed steps. The script opens one of each per step.
+    out = str(tmp_path / "o")
+    r = run_tool(["--detail=window", "-o", out, os.path.join(ROOT, "tests", "python", "scripts", "detail_hooks.py"),
+                  str(tmp_path / "hooks.json"), "400"])
+    assert r.returncode == 0, r.stderr
+    p = load_profile(out)
+    detailed = sum(st["detailed"] for st in p["steps"]["per_step"])
+    assert p["steps"]["count"] == 400 and 0 < detailed < 400, "the windows did not close: nothing to compare"
+    calls = {o["name"]: o["calls"] for o in p["ops"] if o["kind"] == "user_scope"}
+    assert calls["detail_hooks.step"] == calls["Optimizer.step#SGD.step"] == 400
+    assert calls["Optimizer.zero_grad#SGD.zero_grad"] == 400
+    assert calls["detail_hooks.native"] == detailed
+
+
 def test_detail_needs_the_operator_observer(tmp_path):
     r = run_tool(["--no-ops", "--detail=full", "-o", str(tmp_path / "o"), os.path.join(EXAMPLES, "tiny_ops.py")])
     assert r.returncode == 2

@@ -1,19 +1,20 @@
-// The operator collector: two global RecordFunction callbacks (DESIGN.md §4).
+// The operator collector: global RecordFunction callbacks (DESIGN.md §4).
 //
-//   main   FUNCTION, BACKWARD_FUNCTION, USER_SCOPE, TORCHSCRIPT_FUNCTION; no
+//   main   FUNCTION, BACKWARD_FUNCTION, TORCHSCRIPT_FUNCTION, USER_SCOPE; no
 //          inputs. Start pushes a frame on the thread's own stack, end pops it
 //          and adds (calls, self, total) to the thread's aggregate for the op,
 //          and appends an OpEvent to the thread's bounded timeline.
 //   shapes FUNCTION only, sampled (shape_sample_prob), needsInputs: reads the
 //          input shapes and dtypes into a short signature, counted per op.
 //
-// main is registered twice: once for USER_SCOPE (light: always on), once for
-// the other scopes (detail). With --detail=window the detail callbacks and
-// shapes are registered only in detail windows (core/detail_window.h): torch's
-// RecordFunction costs ~0.2 us per operator as soon as any callback wants
-// operators, so switching them off between windows is what makes a model of
-// many small operators cheap to profile; user scopes (steps, DataLoader
-// fetches, collectives' Works) stay observed for the whole run.
+// With --detail=window both are registered only in detail windows
+// (core/detail_window.h): torch's RecordFunction costs ~0.2 us per operator
+// as soon as any callback wants operators. User scopes (steps, DataLoader
+// fetches) are recorded for the whole run: those of Python's
+// record_function and open_user_scope by begin_user_scope, without a
+// callback (collect/python/record_function_scopes.h: any global callback
+// costs ~2 % of a step of small operators); when that collector is not
+// running, by a light callback (main's on USER_SCOPE only), always on.
 //
 // Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
 // ObserverContext (start callbacks return nullptr), names interned through a
@@ -49,6 +50,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -94,6 +96,10 @@ namespace {
 
 std::atomic<bool> g_enabled{false};
 thread_local ThreadState* t_state = nullptr;
+// Raised around the RecordFunction of a scope that begin_user_scope records
+// itself (Python's record_function, open_user_scope): the callbacks skip
+// its start, and its end finds no frame.
+thread_local bool t_skip_user_scope = false;
 
 ThreadState* register_thread() {
   const uint32_t index = current_thread_index();
@@ -199,24 +205,23 @@ inline bool is_fetch(ThreadState* st, uint32_t name_id) {
 // ~0.3 us) stays off the operators' path.
 
 // The detail callbacks are added at a window's start and removed at its
-// end, not disabled and re-enabled: torch copies the global callback list
-// (disabled entries too, under its mutex, into vectors it allocates) every
-// time a thread's RecordFunction state is restored (at::ThreadLocalStateGuard:
-// twice per autograd node, ~12000 times a step on tiny_ops): the two idle
-// callbacks cost ~0.57 M instructions a step there (+2.0 % of the step,
-// callgrind, torch 1.13; docs/overhead.md).
-// With o.detail_mu held (or before the observer is shared).
+// end, not disabled: torch copies the global callback list, disabled entries
+// too, each time a thread's RecordFunction state is restored (twice per
+// autograd node; docs/overhead.md). With o.detail_mu held (or before the
+// observer is shared).
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn);
 void on_end(const at::RecordFunction& fn, at::ObserverContext*);
 std::unique_ptr<at::ObserverContext> on_shapes(const at::RecordFunction& fn);
 void on_shapes_end(const at::RecordFunction&, at::ObserverContext*);
 
+// With o.python_scopes, main takes the user scopes not recorded without a
+// callback (c10d Works, C++ scopes) in windows only; without, the light
+// callback takes them all throughout.
 void add_detail_callbacks(Observer& o) {
-  o.main_handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(&on_start, &on_end)
-          .scopes({at::RecordScope::FUNCTION,
-                   at::RecordScope::BACKWARD_FUNCTION,
-                   at::RecordScope::TORCHSCRIPT_FUNCTION}));
+  std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes{
+      at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::TORCHSCRIPT_FUNCTION};
+  if (o.python_scopes) scopes.insert(at::RecordScope::USER_SCOPE);
+  o.main_handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end).scopes(scopes));
   if (o.options.shape_sample_prob > 0.0 && o.options.max_shapes_per_op > 0) {
     o.shape_handle = at::addGlobalCallback(
         at::RecordFunctionCallback(&on_shapes, &on_shapes_end)
@@ -224,6 +229,11 @@ void add_detail_callbacks(Observer& o) {
             .samplingProb(o.options.shape_sample_prob)
             .scopes({at::RecordScope::FUNCTION}));
   }
+}
+
+void add_light_callback(Observer& o) {
+  o.light_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
 }
 
 void remove_detail_callbacks(Observer& o) {
@@ -264,51 +274,28 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
   if (void (*changed)() = detail_window().on_change.load(std::memory_order_acquire)) changed();
 }
 
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  ThreadState* st = enter();
-  if (st == nullptr) return nullptr;
-  if (fn.isAsync()) {  // a c10d Work: it ends on another thread, not on this stack
-    start_collective(st, fn);
-    leave(st);
-    return nullptr;
-  }
+// Pushes a frame for an event starting now on this thread.
+void push_frame(ThreadState* st, OpKind kind, uint32_t name_id, uint64_t key, int64_t seq_nr, uint64_t forward_tid) {
   Frame f;
-  f.kind = kind_of(fn.scope());
-  f.name_id = st->names.intern(fn.name());
+  f.kind = kind;
+  f.name_id = name_id;
   f.agg = aggregate_for(st, f.name_id, f.kind);
-  f.key = frame_key(fn);
-  f.seq_nr = fn.seqNr();
-  // Backward nodes carry the id of the thread that ran their forward op;
-  // every other event carries its own thread's id in the same id space
-  // (RecordFunction's logical thread ids), so analysis can match a backward
-  // node to the forward op with the same (forward_tid, seq_nr).
-  f.forward_tid =
-      f.kind == OpKind::kBackward ? fn.forwardThreadId() : fn.threadId();
+  f.key = key;
+  f.seq_nr = seq_nr;
+  f.forward_tid = forward_tid;
   f.child_ns = 0;
   f.cpu_start_ns = f.kind == OpKind::kUserScope && is_fetch(st, f.name_id) ? thread_cpu_ns() : -1;
   st->stack.push_back(f);
   st->stack.back().start_ns = now_ns();  // last: our own work is not the op's
-  leave(st);
-  return nullptr;
 }
 
-void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  const int64_t end_ns = now_ns();  // first: our own work is not the op's
-  ThreadState* st = enter();
-  if (st == nullptr) return;
-  if (fn.isAsync()) {
-    end_collective(fn, end_ns);
-    leave(st);
-    return;
-  }
+// Ends the frame `key` of this thread at end_ns: its aggregate, its event,
+// and the step boundary its end may be.
+void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   std::vector<Frame>& stack = st->stack;
-  const uint64_t key = frame_key(fn);
   size_t i = stack.size();
   while (i > 0 && stack[i - 1].key != key) --i;
-  if (i == 0) {  // started before this session, or on another thread
-    leave(st);
-    return;
-  }
+  if (i == 0) return;  // started before this session, on another thread, or skipped (t_skip_user_scope)
   if (i < stack.size()) {  // frames above never saw their end: drop them
     st->abandoned += stack.size() - i;
     stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(i), stack.end());
@@ -347,6 +334,37 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     st->fetch_ns += total;
     st->fetch_cpu_ns += thread_cpu_ns() - f.cpu_start_ns;
   }
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  const OpKind kind = kind_of(fn.scope());
+  if (kind == OpKind::kUserScope && t_skip_user_scope) {  // begin_user_scope records it
+    t_skip_user_scope = false;
+    return nullptr;
+  }
+  ThreadState* st = enter();
+  if (st == nullptr) return nullptr;
+  if (fn.isAsync()) {  // a c10d Work: it ends on another thread, not on this stack
+    start_collective(st, fn);
+    leave(st);
+    return nullptr;
+  }
+  // Backward nodes carry the id of the thread that ran their forward op;
+  // every other event carries its own thread's id in the same id space
+  // (RecordFunction's logical thread ids), so analysis can match a backward
+  // node to the forward op with the same (forward_tid, seq_nr).
+  push_frame(st, kind, st->names.intern(fn.name()), frame_key(fn), fn.seqNr(),
+             kind == OpKind::kBackward ? fn.forwardThreadId() : fn.threadId());
+  leave(st);
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  const int64_t end_ns = now_ns();  // first: our own work is not the op's
+  ThreadState* st = enter();
+  if (st == nullptr) return;
+  if (fn.isAsync()) end_collective(fn, end_ns);
+  else pop_frame(st, frame_key(fn), end_ns);
   leave(st);
 }
 
@@ -489,8 +507,8 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
   }
   g_enabled.store(true, std::memory_order_seq_cst);
   try {
-    o.light_handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
+    o.python_scopes = false;  // until the record_function collector says otherwise
+    add_light_callback(o);
     add_detail_callbacks(o);
   } catch (const std::exception& e) {
     g_enabled.store(false, std::memory_order_seq_cst);
@@ -510,13 +528,47 @@ void stop_op_observer() {
   stop_locked(o);
 }
 
-void* open_user_scope(const char* name) {
-  auto* scope = new at::RecordFunction(at::RecordScope::USER_SCOPE);
-  if (scope->isActive()) scope->before(name);
-  return scope;
+uint64_t begin_user_scope(std::string_view name) {
+  ThreadState* st = enter();
+  if (st == nullptr) return 0;
+  // Tagged with the top bit: never a RecordFunction's handle (a counter)
+  // nor its address (user space).
+  static std::atomic<uint64_t> next{1};
+  const uint64_t key = (uint64_t{1} << 63) | next.fetch_add(1, std::memory_order_relaxed);
+  push_frame(st, OpKind::kUserScope, st->names.intern(name), key, -1, at::RecordFunction::currentThreadId());
+  leave(st);
+  return key;
 }
 
-void close_user_scope(void* scope) { delete static_cast<at::RecordFunction*>(scope); }  // its destructor ends it
+void end_user_scope(uint64_t key) {
+  const int64_t end_ns = now_ns();
+  if (key == 0) return;
+  ThreadState* st = enter();
+  if (st == nullptr) return;
+  pop_frame(st, key, end_ns);
+  leave(st);
+}
+
+void skip_user_scope_start(bool on) { t_skip_user_scope = on; }
+
+void python_scopes_covered(bool covered) {
+  Observer& o = observer();
+  std::lock_guard<std::mutex> lock(o.mu);
+  std::lock_guard<std::mutex> detail_lock(o.detail_mu);
+  if (!o.installed || o.python_scopes == covered) return;
+  // A scope already started keeps the callbacks it started with (torch),
+  // so the swap loses no end; one starting during it may go unrecorded.
+  for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
+    if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+  o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  o.python_scopes = covered;
+  try {
+    if (!covered) add_light_callback(o);
+    if (o.detail_on) add_detail_callbacks(o);
+  } catch (const std::exception&) {  // torch refused: as at a window's switch, the run stays light
+    remove_detail_callbacks(o);
+  }
+}
 
 void discard_op_observer() {
   Observer& o = observer();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/detail_window.h"
 #include "model/run.h"
@@ -68,9 +69,26 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns);
 // A user scope through torch's RecordFunction, so that every observer sees
 // it (ours, torch.profiler's): open returns a handle for close, which must
 // be called on the same thread. Unlike Python's record_function, it makes
-// no tensor (torch 1.13's makes one per scope, three operators).
+// no tensor (torch 1.13's makes one per scope, three operators). Ours is
+// recorded by begin_user_scope, as Python's are.
 void* open_user_scope(const char* name);
 void close_user_scope(void* scope);
+
+// A user scope recorded without a RecordFunction callback, on the calling
+// thread, from now until end_user_scope(key) on the same thread: the same
+// event, step boundary, fetch and detail switch the callback would make.
+// Returns 0 (nothing to end) when the observer is off. The scope's own
+// RecordFunction, made between skip_user_scope_start(true) and (false) on
+// this thread, is then left to other observers.
+uint64_t begin_user_scope(std::string_view name);
+void end_user_scope(uint64_t key);
+void skip_user_scope_start(bool on);
+
+// Every Python record_function scope is recorded by begin_user_scope
+// (collect/python/record_function_scopes.h): the light callback, registered
+// for user scopes outside windows, is removed, and the detail callbacks take
+// the other user scopes in windows. false: the light callback is back.
+void python_scopes_covered(bool covered);
 
 // A running observer's detail windows follow a rank's fixed schedule from
 // the next step boundary on (DetailPolicy::set_lockstep): the process has

@@ -191,12 +191,15 @@ struct Observer {
   std::mutex mu;  // registration (once per thread), start, stop, collect
   std::vector<std::unique_ptr<ThreadState>> threads;
   OpObserverOptions options;
-  // user scopes: always on while the observer runs
+  // user scopes: always on while the observer runs, unless python_scopes
   at::CallbackHandle light_handle = at::INVALID_CALLBACK_HANDLE;
-  // operators, backward nodes, TorchScript: on in detail windows only
+  // operators, backward nodes, TorchScript (and user scopes with
+  // python_scopes): on in detail windows only
   at::CallbackHandle main_handle = at::INVALID_CALLBACK_HANDLE;
   at::CallbackHandle shape_handle = at::INVALID_CALLBACK_HANDLE;
   bool installed = false;
+  // Python's user scopes are recorded by begin_user_scope (python_scopes_covered).
+  bool python_scopes = false;
   // Detail windows (core/detail_window.h): the policy, fed at each step
   // boundary by the thread that ends it, and the spans detail was on, under
   // detail_mu (taken once per step boundary, and by stop and collect).
