@@ -17,7 +17,12 @@ cycle); the median step of each kind as a ratio to the plain steps':
             callback for user scopes and its detail windows; no sampler,
             memory sampler, GC timing or nn.Module scopes. Each block's
             first window (~7 of 100 steps) is a minority the median leaves
-            out: the light steps' cost, against the thread blocks
+            out: the light steps' cost, against the thread blocks.
+            Python's record_function scopes (steps, fetches) are recorded
+            by the wrapped class, without a RecordFunction callback
+  callback  the same, with the class left unwrapped (made to fail, as
+            where torch's source cannot be wrapped): the observer's light
+            callback for user scopes records them, as before that
 --bare adds blocks with one RecordFunction callback for user scopes that
 does nothing (a small C++ extension compiled first with
 torch.utils.cpp_extension, ~20 s): torch's own cost of any callback.
@@ -109,16 +114,27 @@ def main():
     # Then an idle thread, for good (the fast paths do not come back), and
     # blocks with and without a session, interleaved: a session per block.
     threading.Thread(target=time.sleep, args=(1e9,), daemon=True).start()
-    times["thread"], times["observer"] = [], []
+    from torchneck import record_function_wrap
+    wrap = record_function_wrap.wrap
+
+    def refuse(*_):
+        raise RuntimeError("left unwrapped by light_steps")
+
+    second = ["thread", "observer", "callback"]
+    for kind in second:
+        times[kind] = []
     for c in range(args.cycles):
-        for kind in ("thread", "observer") if c % 2 == 0 else ("observer", "thread"):
-            if kind == "observer":
+        for kind in second[c % 3:] + second[:c % 3]:
+            session = None
+            if kind != "thread":
+                record_function_wrap.wrap = refuse if kind == "callback" else wrap
                 session = _torchneck.Session(python_mode="off", ops=True, memory_interval_ms=0, gc=False,
                                              nvml_interval_ms=0, modules=False, detail="window")
                 session.start()
             times[kind] += block(args.steps)
-            if kind == "observer":
+            if session is not None:
                 session.stop()
+    record_function_wrap.wrap = wrap
 
     base = statistics.median(times["plain"])
     print(f"tiny_ops' model, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
