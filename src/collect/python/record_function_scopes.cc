@@ -4,7 +4,7 @@
 // from that source); in eager Python they call scope_enter / scope_exit.
 //
 // __enter__: torch's own first, its RecordFunction's start skipped by our
-// callbacks (skip_user_scope_start), then our frame, its key kept on the
+// callbacks (skip_user_scope_callbacks), then our frame, its key kept on the
 // instance. __exit__: our frame ended first (a step boundary's time is the
 // end of the user's code, and the switch it may make is done before
 // torch's scope ends), then torch's own.
@@ -43,9 +43,9 @@ PyObject* scope_enter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   PyObject* self = args[0];
-  skip_user_scope_start(true);
+  skip_user_scope_callbacks(true);
   PyObject* result = PyObject_Vectorcall(w->enter, &self, 1, nullptr);
-  skip_user_scope_start(false);
+  skip_user_scope_callbacks(false);
   if (result == nullptr) return nullptr;
   PyObject* name = PyObject_GetAttr(self, g_name_attr);
   Py_ssize_t size = 0;
@@ -89,7 +89,10 @@ PyObject* scope_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       if (PyObject_SetAttr(self, g_key_attr, Py_None) != 0) PyErr_Clear();
     }
   }
-  return PyObject_Vectorcall(w->exit, args, static_cast<size_t>(nargs), nullptr);
+  skip_user_scope_callbacks(true);  // its RecordFunction's end, as its start
+  PyObject* result = PyObject_Vectorcall(w->exit, args, static_cast<size_t>(nargs), nullptr);
+  skip_user_scope_callbacks(false);
+  return result;
 }
 
 PyMethodDef g_enter_def = {"_torchneck_scope_enter", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_enter)),

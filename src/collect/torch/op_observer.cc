@@ -96,9 +96,9 @@ namespace {
 
 std::atomic<bool> g_enabled{false};
 thread_local ThreadState* t_state = nullptr;
-// Raised around the RecordFunction of a scope that begin_user_scope records
-// itself (Python's record_function, open_user_scope): the callbacks skip
-// its start, and its end finds no frame.
+// Raised around the start and the end of the RecordFunction of a scope
+// begin_user_scope records (record_function, open_user_scope): the callbacks
+// skip both (an end searching the stack could match a stale frame).
 thread_local bool t_skip_user_scope = false;
 
 ThreadState* register_thread() {
@@ -295,7 +295,7 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   std::vector<Frame>& stack = st->stack;
   size_t i = stack.size();
   while (i > 0 && stack[i - 1].key != key) --i;
-  if (i == 0) return;  // started before this session, on another thread, or skipped (t_skip_user_scope)
+  if (i == 0) return;  // started before this session, or on another thread
   if (i < stack.size()) {  // frames above never saw their end: drop them
     st->abandoned += stack.size() - i;
     stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(i), stack.end());
@@ -361,6 +361,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   const int64_t end_ns = now_ns();  // first: our own work is not the op's
+  if (t_skip_user_scope && fn.scope() == at::RecordScope::USER_SCOPE) {
+    t_skip_user_scope = false;
+    return;
+  }
   ThreadState* st = enter();
   if (st == nullptr) return;
   if (fn.isAsync()) end_collective(fn, end_ns);
@@ -549,7 +553,7 @@ void end_user_scope(uint64_t key) {
   leave(st);
 }
 
-void skip_user_scope_start(bool on) { t_skip_user_scope = on; }
+void skip_user_scope_callbacks(bool on) { t_skip_user_scope = on; }
 
 void python_scopes_covered(bool covered) {
   Observer& o = observer();

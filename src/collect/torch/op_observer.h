@@ -78,11 +78,12 @@ void close_user_scope(void* scope);
 // thread, from now until end_user_scope(key) on the same thread: the same
 // event, step boundary, fetch and detail switch the callback would make.
 // Returns 0 (nothing to end) when the observer is off. The scope's own
-// RecordFunction, made between skip_user_scope_start(true) and (false) on
-// this thread, is then left to other observers.
+// RecordFunction, started and ended each between
+// skip_user_scope_callbacks(true) and (false) on this thread, is then left
+// to other observers.
 uint64_t begin_user_scope(std::string_view name);
 void end_user_scope(uint64_t key);
-void skip_user_scope_start(bool on);
+void skip_user_scope_callbacks(bool on);
 
 // Every Python record_function scope is recorded by begin_user_scope
 // (collect/python/record_function_scopes.h): the light callback, registered

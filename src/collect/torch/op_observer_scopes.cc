@@ -20,9 +20,9 @@ struct UserScope {
 
 void* open_user_scope(const char* name) {
   auto* scope = new UserScope();
-  skip_user_scope_start(true);
+  skip_user_scope_callbacks(true);
   if (scope->fn.isActive()) scope->fn.before(name);
-  skip_user_scope_start(false);
+  skip_user_scope_callbacks(false);
   scope->key = begin_user_scope(name);
   return scope;
 }
@@ -30,7 +30,9 @@ void* open_user_scope(const char* name) {
 void close_user_scope(void* scope) {
   auto* s = static_cast<UserScope*>(scope);
   end_user_scope(s->key);
+  skip_user_scope_callbacks(true);
   delete s;  // the RecordFunction's destructor ends it for other observers
+  skip_user_scope_callbacks(false);
 }
 
 }  // namespace torchneck
