@@ -1,9 +1,12 @@
 // Python's record_function scopes (torch.autograd.profiler.record_function,
 // the same class as torch.profiler.record_function): its __enter__ and
-// __exit__ wrapped by C methods that record the scope through the operator
-// observer's begin_user_scope / end_user_scope (collect/torch/op_observer.h)
-// around torch's own, so that no RecordFunction callback needs to be
-// registered for them between detail windows. Torch's scopes of the loop
+// __exit__ replaced, for the session, by functions that in eager Python call
+// C functions recording the scope through the operator observer's
+// begin_user_scope / end_user_scope (collect/torch/op_observer.h) around
+// torch's own methods, so that no RecordFunction callback needs to be
+// registered for them between detail windows. (They are torch's own source
+// with a guard in front, python/torchneck/record_function_wrap.py, so that
+// TorchScript still compiles the class.) Torch's scopes of the loop
 // are all of this class: `Optimizer.step#…` and `Optimizer.zero_grad#…`,
 // `enumerate(DataLoader)#…`, `ProfilerStep#…`, the script's own.
 //
