@@ -2,8 +2,10 @@
 // the thread that ends it: collect/torch/op_observer.cc): its CPU time and
 // its time runnable but waiting for a CPU, both cumulative since the thread
 // began, from Linux's /proc/thread-self/schedstat (fields 1 and 2: on-CPU
-// ns, run-queue wait ns). One open/read/close, a few microseconds: a
-// step's cost, never an operator's. No torch, no Python.
+// ns, run-queue wait ns). The file is opened once per thread and read with
+// pread each step: opening it each time (the path walk through /proc, open
+// and close) cost tiny_ops' steps ~1-2 % in one process, far more than
+// its few microseconds (docs/overhead.md). No torch, no Python.
 #pragma once
 
 #include <fcntl.h>
@@ -28,13 +30,21 @@ struct ThreadClocks {
   int64_t runqueue_ns = -1;  // -1: schedstat unreadable (a kernel without it)
 };
 
-inline ThreadClocks read_thread_clocks() {
+// *fd: the calling thread's own descriptor of its schedstat file, -1 until
+// the first call opens it (and again after a failed read, which closes it).
+// A descriptor opened by another thread, or inherited across fork, would
+// read that other thread's clocks: the caller keeps one per thread and
+// forgets them in a forked child.
+inline ThreadClocks read_thread_clocks(int* fd) {
   ThreadClocks c;
   char buf[128];
-  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
+  if (*fd < 0) *fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (*fd >= 0) {
+    const ssize_t n = ::pread(*fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) {
+      ::close(*fd);
+      *fd = -1;
+    }
     if (n > 0) {
       buf[n] = '\0';
       char* end = nullptr;

@@ -7,23 +7,19 @@
 //   shapes FUNCTION only, sampled (shape_sample_prob), needsInputs: reads the
 //          input shapes and dtypes into a short signature, counted per op.
 //
-// With --detail=window both are registered only in detail windows
-// (core/detail_window.h): torch's RecordFunction costs ~0.2 us per operator
-// as soon as any callback wants operators. User scopes (steps, DataLoader
-// fetches) are recorded for the whole run: those of Python's
-// record_function and open_user_scope by begin_user_scope, without a
-// callback (collect/python/record_function_scopes.h: any global callback
-// costs ~2 % of a step of small operators); when that collector is not
-// running, by a light callback (main's on USER_SCOPE only), always on.
+// With --detail=window both are registered in detail windows only
+// (core/detail_window.h; any callback wanting operators costs ~0.2 us an
+// operator). User scopes are recorded for the whole run: Python's
+// record_function and open_user_scope's by begin_user_scope, with no
+// callback (collect/python/record_function_scopes.h); without that
+// collector, by a light callback (main's, USER_SCOPE only), always on.
 //
 // Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
 // ObserverContext (start callbacks return nullptr), names interned through a
 // per-thread InternCache. Allocation happens only when a thread sees its
 // first event or a new name, when the stack outgrows its reserve, or once
 // per EventBuffer chunk. A new shape signature (sampled, bounded) keeps its
-// text in the thread's SideArena (core/side_arena.h), outside malloc's heap:
-// signatures go on arriving over the whole run, and small blocks kept in
-// the heap among the script's tensors made that heap grow.
+// text in the thread's SideArena (core/side_arena.h), outside malloc's heap.
 //
 // Per-thread state is owned by a registry and never freed, so it outlives
 // the thread (autograd engine threads, DataLoader pin-memory threads) and a
@@ -74,6 +70,14 @@ void unlock_observer() {
   observer().detail_mu.unlock();
   observer().mu.unlock();
 }
+// A forked child closes the parent's threads' schedstat files (thread_clock.h).
+void unlock_observer_in_child() {
+  for (const auto& st : observer().threads) {
+    if (st->schedstat_fd >= 0) ::close(st->schedstat_fd);
+    st->schedstat_fd = -1;
+  }
+  unlock_observer();
+}
 }  // namespace
 
 Observer& observer() {
@@ -86,7 +90,7 @@ Observer& observer() {
     // order in which register_thread() and a snapshot take them.
     (void)current_thread_index();
     (void)StringInterner::global();
-    pthread_atfork(&lock_observer, &unlock_observer, &unlock_observer);
+    pthread_atfork(&lock_observer, &unlock_observer, &unlock_observer_in_child);
     return obs;
   }();
   return *o;
@@ -200,10 +204,7 @@ inline bool is_fetch(ThreadState* st, uint32_t name_id) {
   return b == 1;
 }
 
-// A fetch's CPU time (thread_cpu_ns, collect/system/thread_clock.h) is
-// read at its ends only (a few per step), so its cost (a system call,
-// ~0.3 us) stays off the operators' path.
-
+// (A fetch's CPU time, thread_cpu_ns, is read at its two ends only.)
 // The detail callbacks are added at a window's start and removed at its
 // end, not disabled: torch copies the global callback list, disabled entries
 // too, each time a thread's RecordFunction state is restored (twice per
@@ -234,6 +235,12 @@ void add_detail_callbacks(Observer& o) {
 void add_light_callback(Observer& o) {
   o.light_handle = at::addGlobalCallback(
       at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::USER_SCOPE}));
+}
+
+void remove_all_callbacks(Observer& o) {
+  for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
+    if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+  o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
 }
 
 void remove_detail_callbacks(Observer& o) {
@@ -447,9 +454,7 @@ void stop_locked(Observer& o) {
     // Not while a step boundary switches them; released before the wait
     // below, which may wait for that very thread.
     std::lock_guard<std::mutex> lock(o.detail_mu);
-    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
-      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
-    o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+    remove_all_callbacks(o);
     if (o.detail_on) o.detail_spans.emplace_back(o.detail_since_ns, now_ns());
     o.detail_on = false;
   }
@@ -516,9 +521,7 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     add_detail_callbacks(o);
   } catch (const std::exception& e) {
     g_enabled.store(false, std::memory_order_seq_cst);
-    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
-      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
-    o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+    remove_all_callbacks(o);
     return fail(std::string("cannot install the RecordFunction observer: ") +
                 e.what());
   }
@@ -562,9 +565,7 @@ void python_scopes_covered(bool covered) {
   if (!o.installed || o.python_scopes == covered) return;
   // A scope already started keeps the callbacks it started with (torch),
   // so the swap loses no end; one starting during it may go unrecorded.
-  for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
-    if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
-  o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
+  remove_all_callbacks(o);
   o.python_scopes = covered;
   try {
     if (!covered) add_light_callback(o);
@@ -581,9 +582,7 @@ void discard_op_observer() {
   // our callbacks: flags copied from other threads of the parent are stale,
   // so no waiting for them (it would never end).
   g_enabled.store(false, std::memory_order_seq_cst);
-  if (o.installed)
-    for (at::CallbackHandle h : {o.light_handle, o.main_handle, o.shape_handle})
-      if (h != at::INVALID_CALLBACK_HANDLE) at::removeCallback(h);
+  if (o.installed) remove_all_callbacks(o);
   o.light_handle = o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
   o.detail_on = false;
   o.detail_spans.clear();

@@ -134,6 +134,9 @@ struct ThreadState {
   // This thread's clocks at each step boundary it ended (Run::step_clocks),
   // made at its first one: most threads never end a step.
   std::unique_ptr<ThinnedSeries<StepClock>> step_clocks;
+  // This thread's /proc/thread-self/schedstat, opened at its first step
+  // boundary (read_thread_clocks); -1 again in a forked child (op_observer.cc).
+  int schedstat_fd = -1;
   // Scratch for the sampled shape callback, reused across events.
   std::string shape_text;
   std::string dtype_text;
@@ -182,7 +185,7 @@ constexpr size_t kStepClocks = 4096;
 // per step, a few microseconds; allocates once, at the thread's first.
 inline void record_step_clock(ThreadState* st, int64_t end_ns) {
   if (!st->step_clocks) st->step_clocks = std::make_unique<ThinnedSeries<StepClock>>(kStepClocks);
-  const ThreadClocks c = read_thread_clocks();
+  const ThreadClocks c = read_thread_clocks(&st->schedstat_fd);
   st->step_clocks->tick(StepClock{end_ns, c.cpu_ns, c.runqueue_ns, st->thread_index});
 }
 
