@@ -4,7 +4,7 @@ their own clock, in blocks, against the same process's steps outside them,
 so the process-to-process noise of a benchmark of separate runs (4-5 % on
 these 2 cores, docs/overhead.md) is not in the figure.
 
-    /usr/bin/python3 benchmarks/light_steps.py [--steps N] [--cycles K] [--bare]
+    /usr/bin/python3 benchmarks/light_steps.py [--steps N] [--cycles K] [--skip S] [--bare]
 
 Blocks of N steps, pooled per kind over K cycles (order rotated per
 cycle); the median step of each kind as a ratio to the plain steps':
@@ -13,14 +13,19 @@ cycle); the median step of each kind as a ratio to the plain steps':
             good (glibc and libstdc++ do not go back to their single-thread
             paths), and these blocks run with it beside them
   observer  interleaved with the thread blocks: a torchneck session (a new
-            one a block) with the operator observer only, its light
-            callback for user scopes and its detail windows; no sampler,
-            memory sampler, GC timing or nn.Module scopes. Each block's
-            first window (~7 of 100 steps) is a minority the median leaves
-            out: the light steps' cost, against the thread blocks.
-            Python's record_function scopes (steps, fetches) are recorded
-            by the wrapped class, without a RecordFunction callback
-  callback  the same, with the class left unwrapped (made to fail, as
+            one a block) with the operator observer only and its detail
+            windows; no sampler, memory sampler, GC timing or nn.Module
+            scopes. Python's record_function scopes (steps, fetches) are
+            recorded by the wrapped class, without a RecordFunction
+            callback. The first --skip steps of each block of the second
+            part (the session's first window, ~7 steps, and the light steps
+            that measure it) are not counted, the next N are, on tiny_ops
+            before any window reopens: the light steps' cost, against the
+            thread blocks
+  stopped   the same session, stopped after those first steps: against
+            observer, what the running observer costs a light step; against
+            thread, what its first window leaves behind
+  callback  as observer, with the class left unwrapped (made to fail, as
             where torch's source cannot be wrapped): the observer's light
             callback for user scopes records them, as before that
 --bare adds blocks with one RecordFunction callback for user scopes that
@@ -75,6 +80,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=100, help="steps per block")
     p.add_argument("--cycles", type=int, default=8)
+    p.add_argument("--skip", type=int, default=20, help="uncounted steps at the start of the second part's blocks")
     p.add_argument("--bare", action="store_true")
     args = p.parse_args()
     try:
@@ -120,17 +126,21 @@ def main():
     def refuse(*_):
         raise RuntimeError("left unwrapped by light_steps")
 
-    second = ["thread", "observer", "callback"]
+    second = ["thread", "observer", "stopped", "callback"]
     for kind in second:
         times[kind] = []
     for c in range(args.cycles):
-        for kind in second[c % 3:] + second[:c % 3]:
+        for kind in second[c % 4:] + second[:c % 4]:
             session = None
             if kind != "thread":
                 record_function_wrap.wrap = refuse if kind == "callback" else wrap
                 session = _torchneck.Session(python_mode="off", ops=True, memory_interval_ms=0, gc=False,
                                              nvml_interval_ms=0, modules=False, detail="window")
                 session.start()
+            block(args.skip)
+            if kind == "stopped":
+                session.stop()
+                session = None
             times[kind] += block(args.steps)
             if session is not None:
                 session.stop()
