@@ -31,7 +31,7 @@ struct ThreadClocks {
 };
 
 // *fd: the calling thread's own descriptor of its schedstat file, -1 until
-// the first call opens it (and again after a failed read, which closes it).
+// the first call opens it (and again after a failed read).
 // A descriptor opened by another thread, or inherited across fork, would
 // read that other thread's clocks: the caller keeps one per thread and
 // forgets them in a forked child.
@@ -41,10 +41,10 @@ inline ThreadClocks read_thread_clocks(int* fd) {
   if (*fd < 0) *fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
   if (*fd >= 0) {
     const ssize_t n = ::pread(*fd, buf, sizeof buf - 1, 0);
-    if (n <= 0) {
-      ::close(*fd);
-      *fd = -1;
-    }
+    // Failed (the script closed it, say): forgotten, not closed, as its
+    // number may be another file of the script's by now; opened anew next
+    // time. (pread moves no file offset, so a reused number is only read.)
+    if (n <= 0) *fd = -1;
     if (n > 0) {
       buf[n] = '\0';
       char* end = nullptr;
