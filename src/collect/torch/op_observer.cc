@@ -249,6 +249,16 @@ void remove_detail_callbacks(Observer& o) {
   o.main_handle = o.shape_handle = at::INVALID_CALLBACK_HANDLE;
 }
 
+// The detail callbacks were switched ON or off at t_ns: the windows' spans,
+// the flag the collectors read, and the module scopes told (a pending call).
+void detail_switched(Observer& o, bool on, int64_t t_ns) {
+  if (on) o.detail_since_ns = t_ns;
+  else o.detail_spans.emplace_back(o.detail_since_ns, t_ns);
+  o.detail_on = on;
+  detail_window().on.store(on, std::memory_order_relaxed);
+  if (void (*changed)() = detail_window().on_change.load(std::memory_order_acquire)) changed();
+}
+
 // A step ended: the detail policy decides whether the next one is
 // detailed, and the detail callbacks are switched to match. Once per step.
 void detail_boundary(int64_t end_ns, uint32_t name_id) {
@@ -264,21 +274,14 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
   const bool on = o.policy.on_boundary(end_ns, detail_window().held.load(std::memory_order_relaxed)) ||
                   detail_window().keep_on.load(std::memory_order_relaxed);
   if (on == o.detail_on) return;
-  if (on) {
-    try {
-      add_detail_callbacks(o);
-    } catch (const std::exception&) {  // torch refused: the run stays light, never broken
-      remove_detail_callbacks(o);
-      return;
-    }
-    o.detail_since_ns = end_ns;
-  } else {
+  try {
+    if (on) add_detail_callbacks(o);
+    else remove_detail_callbacks(o);
+  } catch (const std::exception&) {  // torch refused: the run stays light, never broken
     remove_detail_callbacks(o);
-    o.detail_spans.emplace_back(o.detail_since_ns, end_ns);
+    return;
   }
-  o.detail_on = on;
-  detail_window().on.store(on, std::memory_order_relaxed);
-  if (void (*changed)() = detail_window().on_change.load(std::memory_order_acquire)) changed();
+  detail_switched(o, on, end_ns);
 }
 
 // Pushes a frame for an event starting now on this thread.
@@ -428,25 +431,6 @@ void on_shapes_end(const at::RecordFunction&, at::ObserverContext*) {}
 
 // --- session -----------------------------------------------------------------
 
-void reset_thread(ThreadState& st, size_t timeline_capacity) {
-  st.stack.clear();
-  st.aggs.clear();
-  st.side.reset();
-  st.agg_slots.assign(kAggSlots, AggSlot{});
-  st.timeline = EventBuffer<OpEvent>(timeline_capacity);
-  st.abandoned = 0;
-  st.fetch_ns = 0;
-  st.fetch_cpu_ns = 0;
-  if (st.step_clocks) st.step_clocks->clear();
-}
-
-std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now) {
-  std::lock_guard<std::mutex> lock(o.detail_mu);
-  std::vector<std::pair<int64_t, int64_t>> spans = o.detail_spans;
-  if (o.detail_on && now >= 0) spans.emplace_back(o.detail_since_ns, now);
-  return spans;
-}
-
 void stop_locked(Observer& o) {
   if (!o.installed) return;
   g_enabled.store(false, std::memory_order_seq_cst);
@@ -572,6 +556,7 @@ void python_scopes_covered(bool covered) {
     if (o.detail_on) add_detail_callbacks(o);
   } catch (const std::exception&) {  // torch refused: as at a window's switch, the run stays light
     remove_detail_callbacks(o);
+    if (o.detail_on) detail_switched(o, false, now_ns());  // the window ends here, not at the next boundary
   }
 }
 

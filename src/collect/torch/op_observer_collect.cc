@@ -5,15 +5,41 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
 #include "model/op_merge.h"
 
 namespace torchneck {
+
+namespace op_observer_detail {
+
+void reset_thread(ThreadState& st, size_t timeline_capacity) {
+  st.stack.clear();
+  st.aggs.clear();
+  st.side.reset();
+  st.agg_slots.assign(kAggSlots, AggSlot{});
+  st.timeline = EventBuffer<OpEvent>(timeline_capacity);
+  st.abandoned = 0;
+  st.fetch_ns = 0;
+  st.fetch_cpu_ns = 0;
+  if (st.step_clocks) st.step_clocks->clear();
+}
+
+std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now) {
+  std::lock_guard<std::mutex> lock(o.detail_mu);
+  std::vector<std::pair<int64_t, int64_t>> spans = o.detail_spans;
+  if (o.detail_on && now >= 0) spans.emplace_back(o.detail_since_ns, now);
+  return spans;
+}
+
+}  // namespace op_observer_detail
 
 using namespace op_observer_detail;  // NOLINT: the collector's own state
 
