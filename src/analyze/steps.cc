@@ -1,12 +1,12 @@
 #include "analyze/steps.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <utility>
 
 #include "analyze/compiled.h"
 #include "analyze/detail_cost.h"
+#include "analyze/light_steps.h"
 #include "analyze/loop_spans.h"
 #include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
@@ -177,7 +177,6 @@ int tier_of(const PhaseInterval& iv) {
 // [light * kNumPhases + full]: what a step outside the detail windows, which
 // has only the light intervals, would have been had it been detailed.
 // The launcher's own work in "other" (Step::tool_ns) is left out of it.
-using JointPhases = std::array<int64_t, kNumPhases * kNumPhases>;
 struct JointSweep {
   std::vector<JointPhases> time;
 };
@@ -354,60 +353,28 @@ std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Ste
   return out;
 }
 
-// The breakdown of the steps outside detail windows, from what they have
-// (their DataLoader fetches and optimizer calls, the rest "other") and how
-// the detailed steady steps' time in each of those light phases divided
-// among the phases with detail (a ratio estimator per light phase; with
-// no detailed steady step, the detailed warm-up steps serve).
+// The breakdown of the steps outside detail windows (light_steps.h), learnt
+// from the detailed steady steps (with none, the detailed warm-up steps).
 void estimate_undetailed(StepAnalysis& a, const JointSweep& joint) {
   // A detailed step's time carries the detail's cost: the windows found
   // costly against their undetailed neighbours are left out of the time
   // statistics, which the undetailed steps then give undisturbed (a cheap
   // window, which the policy keeps on for most of the run, stays in).
   exclude_costly_detail(a.steps);
-  JointPhases sum{};
-  size_t n = 0;
-  for (int pass = 0; pass < 2 && n == 0; ++pass) {
+  std::vector<size_t> used;
+  for (int pass = 0; pass < 2 && used.empty(); ++pass) {
     for (size_t i = 0; i < a.steps.size(); ++i)
-      if (a.steps[i].detailed && (a.steps[i].steady || a.steps[i].detail_excluded || pass == 1)) {
-        for (size_t c = 0; c < sum.size(); ++c) sum[c] += joint.time[i][c];
-        ++n;
-      }
-    if (pass == 0) a.detailed_steady = n;
+      if (a.steps[i].detailed && (a.steps[i].steady || a.steps[i].detail_excluded || pass == 1)) used.push_back(i);
+    if (pass == 0) a.detailed_steady = used.size();
   }
   // The detailed steps' phases carry the detail's own cost; within each
   // light phase it is taken as proportional to time, so the split is the
   // detailed steps' as measured. (Taking it out per detail-only event, the
   // earlier estimator, put the forward phase of tiny_ops 1-4 points low:
   // its "other" time carries more detail cost than its events say;
-  // docs/overhead.md has the comparison.)
-  double share[kNumPhases][kNumPhases];
-  for (int q = 0; q < kNumPhases; ++q) {
-    int64_t row = 0;
-    for (int p = 0; p < kNumPhases; ++p) row += sum[static_cast<size_t>(q * kNumPhases + p)];
-    for (int p = 0; p < kNumPhases; ++p)
-      share[q][p] = row > 0 ? static_cast<double>(sum[static_cast<size_t>(q * kNumPhases + p)]) / static_cast<double>(row)
-                            : (p == q ? 1.0 : 0.0);
-  }
-  for (Step& st : a.steps) {
-    if (st.detailed) continue;
-    StepBreakdown est;
-    int64_t assigned = 0;
-    // The launcher's own work stays "other", outside the split.
-    StepBreakdown light = st.breakdown;
-    light.ns[static_cast<int>(Phase::kOther)] -= st.tool_ns;
-    for (int p = 0; p < kNumPhases; ++p) {
-      if (p == static_cast<int>(Phase::kOther)) continue;
-      double v = 0;
-      for (int q = 0; q < kNumPhases; ++q) v += static_cast<double>(light.ns[q]) * share[q][p];
-      est.ns[p] = static_cast<int64_t>(std::llround(v));
-      assigned += est.ns[p];
-    }
-    est.ns[static_cast<int>(Phase::kOther)] = st.duration() - assigned;  // sums to the step exactly
-    st.breakdown = est;
-    st.estimated = true;
-    ++a.estimated_steps;
-  }
+  // docs/overhead.md has the comparison.) The split is each detailed
+  // step's own, their median, not their summed time's (light_steps.h).
+  a.estimated_steps = estimate_light_steps(a.steps, learn_light_split(joint.time, used));
 }
 
 // The statistics over the steady steps: time-weighted (every steady step's

@@ -5,7 +5,7 @@ bundled examples: each run against the script's own clock in that same run
 cuts steps). The window run counts every step exactly, and its data share,
 and each phase the script times itself (forward, backward, optimizer), errs
 from the script's clock by what the full run errs from its own, within 2
-percentage points (issue 17; growing_history's forward within 3, below)."""
+percentage points (issue 17)."""
 
 import pytest
 
@@ -31,16 +31,6 @@ PHASES = {"data": ("data_wait",), "forward": ("forward",), "backward": ("backwar
 # operators).
 SCRIPT_PHASES = {"growing_history": {"forward": ("forward", "history")}}
 TOLERANCE_PP = 2.0
-# growing_history's forward, estimated in 53 of its 59 steady steps from
-# one window of 6 early steps, errs +0.7 pp on average (sd 0.8; 24 runs,
-# -1.7 to +2.0; and beyond 2 pp in 1 of 15 runs of this test): its early
-# steps hold relatively more forward than its later ones (light "other"
-# 16.1 % Python in steps 1-6, 17.1 % after, in a full run), and the
-# detail's cost lands in its many small operators more than in the Python
-# between them; docs/overhead.md, Known limits. 3 pp holds it with margin
-# and still fails the graph watch's looks taken for the script's time
-# (-3.5 and -6.6 pp seen before they were kept out of the estimate).
-SCRIPT_TOLERANCE_PP = {("growing_history", "forward"): 3.0}
 
 
 def errors(profile, truth, shape):
@@ -64,6 +54,6 @@ def test_windowed_loop_figures_match_full_detail_against_the_scripts_clock(shape
     e_full, e_window = errors(full, full_truth, shape), errors(window, window_truth, shape)
     assert "data" in e_full
     for phase in e_full:
-        assert abs(e_window[phase] - e_full[phase]) <= SCRIPT_TOLERANCE_PP.get((shape, phase), TOLERANCE_PP), (
+        assert abs(e_window[phase] - e_full[phase]) <= TOLERANCE_PP, (
             f"{shape} {phase}: window {e_window[phase]:+.1f} pp from the script's clock, "
             f"full {e_full[phase]:+.1f} pp")

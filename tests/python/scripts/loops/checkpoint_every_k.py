@@ -20,7 +20,8 @@ whose reads sleep a little.
   save_wall_s         [seconds of each torch.save]
   save_s              their sum; save_share = save_s / steps_wall_s
   checkpoint_bytes    the file's size
-per_step_s: step, data_wait, save (the torch.save in that row, else 0).
+per_step_s: step, data_wait, save (the torch.save in that row, else 0),
+  forward (the model and the loss), backward, optimizer (step and zero_grad).
 """
 import time
 
@@ -101,11 +102,15 @@ def main():
                 saved_after.append(step)
                 save_in_row.append(len(clock.rows))
             ids, y = clock.next(it)
-            loss = loss_fn(model(ids), y)
-            loss.backward()
-            opt.step()
+            with clock.timed("forward"):
+                loss = loss_fn(model(ids), y)
+            with clock.timed("backward"):
+                loss.backward()
+            with clock.timed("optimizer"):
+                opt.step()
             clock.boundary()
-            opt.zero_grad()
+            with clock.timed("optimizer"):
+                opt.zero_grad()
             if step % 10 == 0:
                 print(f"step {step:3d}  loss {loss.item():.4f}", flush=True)
         clock.stop()
