@@ -32,7 +32,8 @@ run and the "ready" steps wait that long too. The reads keep to the gate's
 schedule for the same reason: with plain sleeps, a worker 2-3 % slower than
 the other (a loaded 2-core machine, each worker's own profiler) drifts half a
 batch behind in 20 steps, and the "ready" steps wait 30-40 ms.
-per_step_s: step, data_wait, compute (forward + backward + step).
+per_step_s: step, data_wait, compute (forward + backward + step), and apart:
+  forward (the model and the loss), backward, optimizer (step and zero_grad).
 """
 import time
 
@@ -97,11 +98,15 @@ def main():
     for step in range(a.steps):
         x, y = clock.next(it)
         with clock.timed("compute"):
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
+            with clock.timed("forward"):
+                loss = loss_fn(model(x), y)
+            with clock.timed("backward"):
+                loss.backward()
+            with clock.timed("optimizer"):
+                opt.step()
         clock.boundary()
-        opt.zero_grad()
+        with clock.timed("optimizer"):
+            opt.zero_grad()
         if step % 10 == 0:
             print(f"step {step:3d}  loss {loss.item():.4f}", flush=True)
     clock.stop()

@@ -24,7 +24,8 @@ follows (it runs after optimizer.step).
   evaluation_share_of_loop  evaluation_s / loop_wall_s
   train_data_share_steady_rows  data share of the rows without a pass, after the first
 per_step_s: step, data_wait (training loader only), eval (the pass in that
-  row), eval_data_wait (the validation loader's waits in that row).
+  row), eval_data_wait (the validation loader's waits in that row), forward
+  (the model and the loss), backward, optimizer (step and zero_grad).
 """
 import time
 
@@ -87,11 +88,15 @@ def main():
     clock.start()
     for step in range(a.steps):
         x, y = clock.next(it)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+        with clock.timed("forward"):
+            loss = loss_fn(model(x), y)
+        with clock.timed("backward"):
+            loss.backward()
+        with clock.timed("optimizer"):
+            opt.step()
         clock.boundary()
-        opt.zero_grad()
+        with clock.timed("optimizer"):
+            opt.zero_grad()
         done = step + 1
         if done % a.eval_every == 0 and done < a.steps:
             eval_after.append(done)

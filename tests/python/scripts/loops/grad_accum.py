@@ -11,7 +11,9 @@ backward). Nothing else is planted: an MLP of equal layers, a DataLoader
 --truth PATH writes looptruth.LoopClock's JSON (see looptruth.py), plus:
   micro_batches_per_step   K (also per_step_n["micro_batches"], per row)
   micro_batches            micro-batches run in all
-per_step_s: step, data_wait (the 4 waits of a step summed), forward_backward.
+per_step_s: step, data_wait (the 4 waits of a step summed), forward_backward,
+  and apart: forward (the model and the loss), backward, optimizer (step and
+  zero_grad).
 """
 import time
 
@@ -49,13 +51,17 @@ def main():
     for micro in range(a.steps * a.accum):
         x, y = clock.next(it)
         with clock.timed("forward_backward"):
-            loss = loss_fn(model(x), y) / a.accum
-            loss.backward()
+            with clock.timed("forward"):
+                loss = loss_fn(model(x), y) / a.accum
+            with clock.timed("backward"):
+                loss.backward()
         clock.count("micro_batches")
         if (micro + 1) % a.accum == 0:
-            opt.step()
+            with clock.timed("optimizer"):
+                opt.step()
             clock.boundary()
-            opt.zero_grad()
+            with clock.timed("optimizer"):
+                opt.zero_grad()
             step = micro // a.accum
             if step % 10 == 0:
                 print(f"step {step:3d}  loss {a.accum * loss.item():.4f}", flush=True)

@@ -32,7 +32,9 @@ step is one after which the scale went down.
   skipped_in_row      the row (torchneck step) each skipped iteration's work lies in
   final_scale         the scale after the backoffs
 per_step_n: iterations (1, or 2 in a row that holds a skipped iteration).
-per_step_s: step, data_wait, unscale_check (unscale + inf/NaN check).
+per_step_s: step, data_wait, unscale_check (unscale + inf/NaN check), forward
+  (the model and the loss; the emulation's scaling too), and, in the
+  emulation only, backward and optimizer (step and zero_grad).
 """
 import time
 
@@ -76,7 +78,8 @@ def main():
     for i in range(a.iters):
         x, y = clock.next(it)
         clock.count("iterations")
-        loss = loss_fn(model(x), y)
+        with clock.timed("forward"):
+            loss = loss_fn(model(x), y)
         overflow = (i + 1) % a.skip_every == 0  # planted: the scaled loss overflows
         if scaler is not None:  # torch's own GradScaler
             scaler.scale(loss * (math.inf if overflow else 1.0)).backward()
@@ -94,8 +97,10 @@ def main():
             scale = scaler.get_scale()
             opt.zero_grad()
             continue
-        scaled = loss * (math.inf if overflow else scale)
-        scaled.backward()  # scaler.scale(loss).backward()
+        with clock.timed("forward"):
+            scaled = loss * (math.inf if overflow else scale)
+        with clock.timed("backward"):
+            scaled.backward()  # scaler.scale(loss).backward()
         with clock.timed("unscale_check"):  # scaler.step(opt), first half: unscale_, check
             inv = 1.0 / scale
             found_inf = False
@@ -107,10 +112,12 @@ def main():
             skipped_in_row.append(len(clock.rows))
             scale *= backoff
         else:
-            opt.step()
+            with clock.timed("optimizer"):
+                opt.step()
             clock.boundary()
             steps += 1
-        opt.zero_grad()
+        with clock.timed("optimizer"):
+            opt.zero_grad()
         if i % 10 == 0:
             print(f"iter {i:3d}  loss {loss.item():.4f}  scale {scale:g}", flush=True)
     clock.stop()

@@ -17,7 +17,9 @@ optimizer_own = step call - closures.
   closure_calls_per_step    their mean
 per_step_s: step, data_wait, step_call (the optimizer.step(closure) call),
   closure (time inside the closure, forward + backward + zero_grad),
-  optimizer_own (step_call - closure: LBFGS's own arithmetic).
+  optimizer_own (step_call - closure: LBFGS's own arithmetic), forward (the
+  closures' model and loss), backward (their backward), optimizer (step_call
+  - forward - backward: LBFGS's arithmetic and the closures' zero_grad).
 """
 import time
 
@@ -60,8 +62,10 @@ def main():
         def closure():
             t = pc()
             opt.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
+            with clock.timed("forward"):
+                loss = loss_fn(model(x), y)
+            with clock.timed("backward"):
+                loss.backward()
             clock.add("closure", pc() - t)
             clock.count("closure_calls")
             return loss
@@ -70,6 +74,7 @@ def main():
         loss = opt.step(closure)
         clock.add("step_call", pc() - t)
         clock.add("optimizer_own", clock.cur["step_call"] - clock.cur["closure"])
+        clock.add("optimizer", clock.cur["step_call"] - clock.cur["forward"] - clock.cur["backward"])
         clock.boundary()
         if step % 10 == 0:
             print(f"step {step:3d}  loss {loss.item():.4f}", flush=True)

@@ -14,7 +14,9 @@ sleep a little (data ~10 %).
 --truth PATH writes looptruth.LoopClock's JSON (see looptruth.py), plus:
   logged_steps       the steps the LoggingCallback printed at
   callback_calls     {hook name: calls}
-per_step_s: step, data_wait, training_step, backward, optimizer_step, callbacks.
+per_step_s: step, data_wait, training_step, backward, optimizer_step, callbacks;
+  forward (the model and the loss, inside training_step) and optimizer (step
+  and zero_grad, inside optimizer_step) apart.
 """
 import time
 
@@ -65,15 +67,18 @@ class Trainer:
 
     def training_step(self, batch):
         x, y = batch
-        return self.loss_fn(self.model(x), y)
+        with self.clock.timed("forward"):
+            return self.loss_fn(self.model(x), y)
 
     def _backward(self, loss):
         loss.backward()
 
     def _optimizer_step(self):
-        self.optimizer.step()
+        with self.clock.timed("optimizer"):
+            self.optimizer.step()
         self.clock.boundary()  # the truth's step ends where optimizer.step returns
-        self.optimizer.zero_grad()
+        with self.clock.timed("optimizer"):
+            self.optimizer.zero_grad()
 
     def fit(self, loader):
         clock = self.clock

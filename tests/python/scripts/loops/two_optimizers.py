@@ -14,7 +14,8 @@ two. Nothing else is planted: equal Linear layers, a DataLoader
   iterations         loop iterations (== steps)
   optimizer_steps    optimizer.step() calls in all (2 per iteration)
   final_lr_encoder   the encoder's learning rate after the scheduler's steps
-per_step_s: step, data_wait, optimizers (both step() calls), scheduler.
+per_step_s: step, data_wait, optimizers (both step() calls), scheduler, forward
+  (both models and the loss), backward, optimizer (both zero_grad and step calls).
 """
 import time
 
@@ -53,11 +54,14 @@ def main():
     clock.start()
     for i in range(a.iters):
         x, y = clock.next(it)
-        opt_enc.zero_grad()
-        opt_dec.zero_grad()
-        loss = loss_fn(decoder(torch.relu(encoder(x))), y)
-        loss.backward()
-        with clock.timed("optimizers"):
+        with clock.timed("optimizer"):
+            opt_enc.zero_grad()
+            opt_dec.zero_grad()
+        with clock.timed("forward"):
+            loss = loss_fn(decoder(torch.relu(encoder(x))), y)
+        with clock.timed("backward"):
+            loss.backward()
+        with clock.timed("optimizers"), clock.timed("optimizer"):
             opt_enc.step()
             opt_dec.step()
         clock.boundary()  # the 2nd optimizer.step of the iteration ends the step
