@@ -93,7 +93,7 @@ LightSplit learn_light_split(const std::vector<JointPhases>& joint, const std::v
         if (beyond > 0) excess[p] += beyond, sum += beyond;
       }
     }
-    for (int p = 0; p < kNumPhases; ++p) s.excess[q][p] = sum > 0 ? excess[p] / sum : (p == q ? 1.0 : 0.0);
+    for (int p = 0; p < kNumPhases; ++p) s.excess[q][p] = sum > 0 ? excess[p] / sum : s.typical[q][p];
   }
   return s;
 }

@@ -43,10 +43,12 @@ constexpr size_t kLevelRadius = 8;
 //                  detailed step (it lands in the gaps between operators,
 //                  "other") or a step unlike the rest sets no step's split;
 //   excess[q][p]   the time beyond it in an atypical step: the detailed
-//                  atypical steps' time beyond their typical split, pooled;
-//                  with none, the light phase's own (data stays data,
-//                  "other" other): time no typical step spends is not
-//                  taken for the forward pass of those.
+//                  atypical steps' time beyond their typical split, pooled
+//                  (a checkpoint in a window: its time "other", and so is
+//                  every later checkpoint's); with none, the typical split:
+//                  the same work slower (bursty_loader's forward, 1-15x
+//                  while its loader's workers take the cores) and work no
+//                  window saw look alike here.
 struct LightSplit {
   double typical[kNumPhases][kNumPhases];
   double excess[kNumPhases][kNumPhases];
