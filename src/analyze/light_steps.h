@@ -1,5 +1,5 @@
 // The breakdown of the steps outside detail windows (docs/overhead.md,
-// "How the light steps' breakdown is estimated"). A light step has only
+// "How the light steps' split is learnt"). A light step has only
 // its light phases: DataLoader fetches (data), optimizer calls, the
 // backward scope, evaluation passes, and the rest ("other"). How the time
 // of each light phase divides among the phases with detail (forward is
