@@ -79,8 +79,10 @@ OPTIONS = {o.long: o for o in [
            "MODE", default="auto", choices=DETAIL_MODES),
     Option(("--timeline-events",), "timeline_events", "int", [
         "operator events kept per thread for the timeline, and",
-        "Python samples kept in all (default 524288;",
-        "aggregates always cover the whole run)"], "N", 0, 1 << 30, default=1 << 19),
+        "Python samples kept in all (default 524288; the",
+        "detail windows stop at 3/4 of it, keeping the rest for",
+        "every step's boundaries; aggregates always cover the",
+        "whole run)"], "N", 0, 1 << 30, default=1 << 19),
     Option(("--timeline-steps",), "timeline_steps", "int", [
         "keep timelines only for the first N training steps",
         "(optimizer or ProfilerStep boundaries; default 0: no",

@@ -115,6 +115,13 @@ class DetailPolicy {
       open();
       return on_;
     }
+    if (on_ && no_room_) {  // the window ends here, whatever its length
+      on_ = false;
+      continuous_ = false;
+      ++windows_;
+      light_.clear();
+      return false;
+    }
     if (on_) {
       ++in_window_;
       // The warm-up steps and the first step of a reopened window (which
@@ -134,6 +141,13 @@ class DetailPolicy {
   }
 
   bool on() const { return on_; }
+  // No window opens from now on, and one open now closes at the next
+  // boundary: the thread's timeline keeps the room it has left for the
+  // light steps' scopes (op_observer, kLightReserve). A held stretch (the
+  // GPU window) still holds; the fixed schedule of a rank is kept, since
+  // every rank must detail the same steps.
+  void stop_opening() { no_room_ = true; }
+  bool stopped_opening() const { return no_room_; }
   // From the next boundary on, the fixed schedule of a rank
   // (DetailPolicyOptions::lockstep_period): a process that learns it is a
   // rank only when the script joins its process group (before any step,
@@ -251,6 +265,10 @@ class DetailPolicy {
   }
 
   void open() {
+    if (no_room_ && o_.lockstep_period == 0) {
+      on_ = false;
+      return;
+    }
     on_ = true;
     in_window_ = 0;
     window_start_ = steps_;
@@ -259,6 +277,7 @@ class DetailPolicy {
   DetailPolicyOptions o_;
   bool on_ = true;
   bool held_ = false;
+  bool no_room_ = false;  // stop_opening
   bool continuous_ = false;
   int64_t last_ns_ = 0;
   int64_t steps_ = 0;

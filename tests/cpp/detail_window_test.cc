@@ -21,8 +21,9 @@ constexpr int64_t kMs = 1'000'000;
 
 // Feeds `n` boundaries to the policy, each step lasting `detailed` ns while
 // detail is on and `light` ns while it is off; returns which steps were
-// detailed (index: the step that ends at that boundary).
-std::vector<bool> drive(DetailPolicy& p, int n, int64_t detailed, int64_t light) {
+// detailed (index: the step that ends at that boundary). At the end of step
+// NO_ROOM_AT, the timeline's room for detail runs out (stop_opening).
+std::vector<bool> drive(DetailPolicy& p, int n, int64_t detailed, int64_t light, int no_room_at = -1) {
   std::vector<bool> on;
   int64_t t = 1;
   bool now = true;  // detail is on from the start
@@ -30,6 +31,7 @@ std::vector<bool> drive(DetailPolicy& p, int n, int64_t detailed, int64_t light)
   for (int i = 0; i < n; ++i) {
     t += now ? detailed : light;
     on.push_back(now);
+    if (i == no_room_at) p.stop_opening();
     now = p.on_boundary(t);
   }
   return on;
@@ -246,6 +248,50 @@ TEST(DetailPolicy, TheFixedScheduleIsNotHeld) {
   std::vector<bool> on;
   for (int i = 0; i < 50; ++i) on.push_back(p.on_boundary(t += kMs, true));
   EXPECT_FALSE(on[10]);  // every rank keeps the schedule
+}
+
+TEST(DetailPolicy, WithNoRoomLeftTheOpenWindowClosesAndNoneOpensAgain) {
+  // GIVEN costly detail (+50 %, a window every 150 steps), whose timeline
+  // runs out of room for detail in the second window (step 152)
+  DetailPolicy p;
+  const std::vector<bool> on = drive(p, 1000, 3 * kMs / 2, kMs, 152);
+  // THEN the window closes at that boundary, not at its end (step 155),
+  // and no window opens again: the steps after it are light
+  EXPECT_TRUE(p.stopped_opening());
+  EXPECT_TRUE(on[150] && on[152]);
+  for (int k = 153; k < 1000; ++k) EXPECT_FALSE(on[k]) << k;
+  // AND the windows before it were the usual ones
+  EXPECT_TRUE(on[5]);
+  EXPECT_FALSE(on[8]);
+}
+
+TEST(DetailPolicy, CheapDetailOnThroughoutStopsWhenTheRoomRunsOut) {
+  // GIVEN cheap detail (1 %), on for all but its probes
+  DetailPolicy p;
+  const std::vector<bool> on = drive(p, 300, 101 * kMs / 100, kMs, 100);
+  // THEN it is off from the next step on, the probes included
+  EXPECT_TRUE(on[100]);
+  for (int k = 101; k < 300; ++k) EXPECT_FALSE(on[k]) << k;
+}
+
+TEST(DetailPolicy, WithNoRoomLeftAHeldStretchStillHoldsAndTheScheduleIsKept) {
+  // GIVEN no room from the start: the GPU window still holds detail on
+  DetailPolicy held;
+  held.stop_opening();
+  int64_t t = 1;
+  EXPECT_TRUE(held.on_boundary(t += kMs, true));
+  EXPECT_TRUE(held.on_boundary(t += kMs, true));
+  // and no measured window follows its release
+  EXPECT_FALSE(held.on_boundary(t += kMs));
+  EXPECT_FALSE(held.on_boundary(t += kMs));
+  // AND a rank keeps the fixed schedule, which every rank must share
+  DetailPolicyOptions o;
+  o.lockstep_period = 100;
+  DetailPolicy rank(o), reference(o);
+  rank.stop_opening();
+  const std::vector<bool> a = drive(rank, 450, 3 * kMs / 2, kMs);
+  const std::vector<bool> b = drive(reference, 450, 3 * kMs / 2, kMs);
+  EXPECT_EQ(a, b);
 }
 
 // Step k of a run: a 1 ms fetch, module forward 3 ms with its operator,

@@ -31,10 +31,11 @@ TOP_LAYER = ("heavy_linear",)
 TOLERANCE_PP = 2.0
 
 
-def profile(example, tmp_path, mode, steps=None):
+def profile(example, tmp_path, mode, steps=None, extra=None):
     out = str(tmp_path / mode)
     truth_file = str(tmp_path / f"truth-{mode}.json")
-    r = run_tool(["--detail=" + mode, *EXTRA.get(example, []), "-o", out, os.path.join(EXAMPLES, example + ".py"),
+    extra = EXTRA.get(example, []) if extra is None else extra
+    r = run_tool(["--detail=" + mode, *extra, "-o", out, os.path.join(EXAMPLES, example + ".py"),
                   "--steps", str(steps or STEPS[example]), "--ground-truth", truth_file])
     assert r.returncode == 0, r.stderr
     with open(truth_file) as f:
@@ -96,6 +97,29 @@ def test_costly_detail_is_windowed_and_its_steps_estimated(tmp_path):
     # the operator counts per step are the detailed steps', not diluted by
     # the undetailed ones
     assert s["ops_per_step"] > 1000
+
+
+def test_windows_leave_the_light_steps_room_in_the_timeline(tmp_path):
+    # A timeline of 40,000 events fills in tiny_ops' first window (~4,900
+    # events a detailed step, ~5 a light one). The window closes once 3/4
+    # of it is used, none opens again, and the rest keeps every later
+    # step's light scopes: all 300 steps counted, timed and split as the
+    # full run (every step detailed, in a timeline that holds them all)
+    # splits them, against the scripts' own clocks. Before, the light
+    # steps after the full timeline were lost: their step times, the
+    # breakdown's and slow steps' evidence.
+    window, truth = profile("tiny_ops", tmp_path, "window", steps=300, extra=["--timeline-events=40000"])
+    full, full_truth = profile("tiny_ops", tmp_path, "full", steps=300, extra=["--timeline-events=2000000"])
+    assert full["dropped_events"] == 0, "the reference run lost events: nothing to compare"
+    assert any(n.startswith("detail windows: none opened after step") for n in window["notes"]), window["notes"]
+    s = window["steps"]
+    assert s["count"] == s["in_window"] == truth["steps"] == 300 and not s["timeline_truncated"]
+    assert window["dropped_events"] == 0
+    assert s["detailed_steady"] >= 1
+    e_full, e_window = phase_errors(full, full_truth), phase_errors(window, truth)
+    for phase in PHASES:
+        assert abs(e_window[phase] - e_full[phase]) <= TOLERANCE_PP, (
+            f"{phase}: window {e_window[phase]:+.1f} pp from the script's clock, full {e_full[phase]:+.1f} pp")
 
 
 def test_module_hooks_are_registered_only_for_detailed_steps(tmp_path):

@@ -261,7 +261,8 @@ void detail_switched(Observer& o, bool on, int64_t t_ns) {
 
 // A step ended: the detail policy decides whether the next one is
 // detailed, and the detail callbacks are switched to match. Once per step.
-void detail_boundary(int64_t end_ns, uint32_t name_id) {
+// ROOM: whether the ending thread's timeline has room for more detail.
+void detail_boundary(int64_t end_ns, uint32_t name_id, bool room) {
   Observer& o = observer();
   if (!o.options.detail_windows) return;  // written at start only, as the other options
   std::lock_guard<std::mutex> lock(o.detail_mu);
@@ -270,6 +271,10 @@ void detail_boundary(int64_t end_ns, uint32_t name_id) {
   if (StringInterner::global().lookup(name_id).rfind("ProfilerStep#", 0) != 0) {
     if (o.detail_pace_name == UINT32_MAX) o.detail_pace_name = name_id;
     if (name_id != o.detail_pace_name) return;
+  }
+  if (!room && !o.policy.stopped_opening()) {
+    o.policy.stop_opening();
+    o.detail_room_out_step = o.policy.steps() + 1;  // the step this boundary ends, counted from 1
   }
   const bool on = o.policy.on_boundary(end_ns, detail_window().held.load(std::memory_order_relaxed)) ||
                   detail_window().keep_on.load(std::memory_order_relaxed);
@@ -337,7 +342,7 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) {
     window.boundary(end_ns);
     record_step_clock(st, end_ns);
-    detail_boundary(end_ns, f.name_id);
+    detail_boundary(end_ns, f.name_id, room_for_detail(st));
   }
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
@@ -493,6 +498,7 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     o.detail_on = true;  // detail from the start: set-up and warm-up steps
     o.detail_since_ns = now_ns();
     o.detail_pace_name = UINT32_MAX;
+    o.detail_room_out_step = -1;
     detail_window().keep_on.store(false, std::memory_order_relaxed);
     detail_window().held.store(false, std::memory_order_relaxed);
     o.detail_spans.clear();

@@ -39,6 +39,20 @@ std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t no
   return spans;
 }
 
+static void add_detail_room_note(Run& run, Observer& o) {
+  int64_t step = -1;
+  {
+    std::lock_guard<std::mutex> lock(o.detail_mu);
+    step = o.detail_room_out_step;
+  }
+  if (step < 0) return;
+  run.notes.push_back("detail windows: none opened after step " + std::to_string(step) +
+                      ": the windows had filled " + std::to_string(kLightReserveDivisor - 1) + "/" +
+                      std::to_string(kLightReserveDivisor) +
+                      " of the timeline, and the rest is kept for the light steps (--timeline-events=N keeps "
+                      "more windows)");
+}
+
 }  // namespace op_observer_detail
 
 using namespace op_observer_detail;  // NOLINT: the collector's own state
@@ -159,6 +173,7 @@ bool snapshot_op_observer(Run& run, int64_t wait_ns) {
   run.dropped_events += dropped;
   run.detail_mode = o.options.detail_windows ? "window" : "full";
   run.detail_spans = detail_spans_of(o, now_ns());
+  add_detail_room_note(run, o);
   add_collectives(run, o.collectives);
   if (missed > 0)
     run.notes.push_back("operator observer: " + std::to_string(missed) +
@@ -194,6 +209,7 @@ void collect_op_observer(Run& run) {
   run.dropped_events += dropped;
   run.detail_mode = o.options.detail_windows ? "window" : "full";
   run.detail_spans = detail_spans_of(o, -1);  // stop closed the last one
+  add_detail_room_note(run, o);
   add_collectives(run, o.collectives);
   if (unfinished > 0) {
     run.notes.push_back(

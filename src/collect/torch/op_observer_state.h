@@ -180,6 +180,21 @@ struct Collectives {
 // Step clocks kept per thread: a run's boundaries up to this, then every
 // 2nd, 4th, ... (thinned_series.h): 128 KiB on the thread that steps.
 constexpr size_t kStepClocks = 4096;
+// The share of a thread's timeline (--timeline-events) kept for the light
+// steps: once the detail windows have filled the rest, no window opens
+// again (DetailPolicy::stop_opening). A light step adds ~5 events (its
+// optimizer step, fetch, backward and the script's scopes), a detailed one
+// an event per operator (makemore: ~16,000): without the reserve, windows
+// filled makemore's timeline by step 297 of 501, and the steps after it
+// lost their step times, breakdown and slow-step analysis, not only their
+// operators. A quarter of the default 2^19 events keeps ~25,000 light steps.
+constexpr size_t kLightReserveDivisor = 4;
+
+// Whether this thread's timeline has room for more detailed steps.
+inline bool room_for_detail(const ThreadState* st) {
+  const size_t capacity = st->timeline.capacity();
+  return st->timeline.size() < capacity - capacity / kLightReserveDivisor;
+}
 
 // A step ended on this thread at end_ns: its clocks (thread_clock.h), once
 // per step, a few microseconds; allocates once, at the thread's first.
@@ -215,6 +230,9 @@ struct Observer {
   // the policy counts iterations, not optimizer calls.
   uint32_t detail_pace_name = UINT32_MAX;
   std::vector<std::pair<int64_t, int64_t>> detail_spans;  // closed spans
+  // The policy's step count when the timeline's room for detail ran out
+  // (room_for_detail), -1 while it has not.
+  int64_t detail_room_out_step = -1;
 };
 
 // The one observer (leaked: late callbacks may still look).
