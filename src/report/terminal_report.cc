@@ -304,12 +304,16 @@ void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnal
 }
 
 void layers_table(std::string& out, const LayerAnalysis& l) {
-  if (l.layers.empty()) return;
+  if (std::none_of(l.layers.begin(), l.layers.end(), [](const LayerStats& x) { return x.calls > 0; })) return;
   out += "\nLayers, top 10 by forward + backward (blocks include their children)\n";
   out += "  name                                type                calls  forward ms  backward ms      params";
   out += l.gpu ? "  GPU fwd ms  GPU bwd ms\n" : "\n";
   size_t shown = 0;
   for (const LayerStats& x : l.layers) {
+    // A module built but not called in the recorded steps (a copy loaded
+    // for evaluation after training, an unused head) ranks last at zero:
+    // not a top layer.
+    if (x.calls == 0) continue;
     if (shown++ == 10) break;
     const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name +
                              (x.compiled ? " [compiled]" : "");

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "analyze/analysis.h"
 #include "analyze/summary.h"
 #include "model/op_merge.h"
 #include "report/json_writer.h"
@@ -161,6 +162,30 @@ TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
 
 namespace torchneck {
 namespace {
+
+TEST(TerminalReport, ModulesNeverCalledInTrainingAreNotTopLayers) {
+  // GIVEN a model whose decoder was called in 68 steps, and a copy of it
+  // loaded after training (word_language_model's test pass): no calls
+  torchneck::Run run = sample_run();
+  torchneck::Analysis a = torchneck::analyze(run, SummaryOptions{});
+  LayerStats called, copy;
+  called.name = "RNNModel#1.decoder";
+  called.type = copy.type = "Linear";
+  called.calls = 68;
+  called.forward_ns = 7'000'000;
+  called.backward_ns = 21'000'000;
+  copy.name = "RNNModel#2.decoder";
+  a.layers.layers = {called, copy};
+  // THEN the table lists the called one only
+  std::string text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  EXPECT_NE(text.find("Layers, top 10"), std::string::npos) << text;
+  EXPECT_NE(text.find("RNNModel#1.decoder"), std::string::npos) << text;
+  EXPECT_EQ(text.find("RNNModel#2.decoder"), std::string::npos) << text;
+  // AND with no module called, no table at all
+  a.layers.layers = {copy};
+  text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  EXPECT_EQ(text.find("Layers, top 10"), std::string::npos) << text;
+}
 
 TEST(OpMerger, SumsThreadsPerNameAndKindAndKeepsKindsApart) {
   // GIVEN two threads' aggregates for the same op, and a backward node that
