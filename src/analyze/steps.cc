@@ -523,9 +523,13 @@ StepAnalysis analyze_steps(const Run& run) {
   const std::string& counted = a.count_source.empty() ? a.source : a.count_source;
   if (a.timeline_truncated && (counted == "optimizer" || counted == "dataloader")) {
     uint64_t calls = 0;
+    int64_t inside_ns = 0;
     const char* prefix = counted == "optimizer" ? "Optimizer.step#" : "enumerate(DataLoader)";
     for (const OpStats& op : run.ops)
-      if (op.kind == OpKind::kUserScope && op.name.rfind(prefix, 0) == 0) calls += op.calls;
+      if (op.kind == OpKind::kUserScope && op.name.rfind(prefix, 0) == 0) {
+        calls += op.calls;
+        inside_ns += op.total_ns;
+      }
     size_t k = 1;
     if (counted == "optimizer") {
       k = std::max<size_t>(1, run.env.optimizers.size());
@@ -537,6 +541,7 @@ StepAnalysis analyze_steps(const Run& run) {
     }
     a.count = a.count_source.empty() ? std::max<size_t>(a.count, static_cast<size_t>(calls / k))
                                      : static_cast<size_t>(calls / k);
+    if (!a.count_source.empty() && a.count > 0) a.counted_step_ns = inside_ns / static_cast<int64_t>(a.count);
   }
   std::vector<Span> optimizer;
   for (size_t i : tv.main_events)

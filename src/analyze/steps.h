@@ -102,6 +102,11 @@ struct StepAnalysis {
   // window filled before any optimizer step ended in it (its steps are then
   // bounded by `source`, the run's counted by Optimizer.step calls).
   std::string count_source;
+  // With count_source: the mean time of a counted step inside its scopes
+  // (the Optimizer.step# aggregates over the whole run, over `count`):
+  // LBFGS's step with every closure in it, where the window's steps are
+  // single closures' backward spans. 0 otherwise.
+  int64_t counted_step_ns = 0;
   size_t excluded = 0;     // warm-up steps, and the GPU window's
   size_t gpu_window_steps = 0;  // of them, the GPU window's
   size_t steady_count = 0; // the steps the statistics are over

@@ -194,6 +194,7 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.field("in_window", static_cast<uint64_t>(s.steps.size()));
   w.field("source", s.source);
   w.field("count_source", s.count_source.empty() ? s.source : s.count_source);
+  if (!s.count_source.empty()) w.field("counted_step_ms", ns_to_ms(s.counted_step_ns));
   w.field("warmup_excluded", static_cast<uint64_t>(s.excluded));
   w.field("steady", static_cast<uint64_t>(s.steady_count));
   w.field("gpu_window_steps", static_cast<uint64_t>(s.gpu_window_steps));

@@ -171,9 +171,16 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
                   s.gpu_window_steps);
   else
     std::snprintf(left_out, sizeof left_out, "%zu warm-up left out", s.excluded);
-  appendf(out, "\nStep time: %zu steps (%s boundaries), %s; %.2f ms a step on average over the other %zu "
-          "(every one with its whole time), median %.2f ms\n",
-          s.count, s.source.c_str(), left_out, ns_to_ms(s.step_ns), s.steady_count, ns_to_ms(s.median_ns));
+  if (!s.count_source.empty())  // the window's steps are not the run's: say both, apart
+    appendf(out, "\nStep time: %zu steps (%s.step calls over the whole run), %.2f ms each inside %s.step on average; "
+            "the timeline window filled up within the first, so what follows is of its %zu %s spans: %.2f ms a span "
+            "on average over %zu (%s), median %.2f ms\n",
+            s.count, s.count_source.c_str(), ns_to_ms(s.counted_step_ns), s.count_source.c_str(), s.steps.size(),
+            s.source.c_str(), ns_to_ms(s.step_ns), s.steady_count, left_out, ns_to_ms(s.median_ns));
+  else
+    appendf(out, "\nStep time: %zu steps (%s boundaries), %s; %.2f ms a step on average over the other %zu "
+            "(every one with its whole time), median %.2f ms\n",
+            s.count, s.source.c_str(), left_out, ns_to_ms(s.step_ns), s.steady_count, ns_to_ms(s.median_ns));
   static const char marks[] = {'D', 'O', 'B', 'F', 'E', '.'};
   constexpr int kWidth = 60;
   std::string bar;
@@ -208,11 +215,7 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
             s.detailed_steady,
             s.detail_excluded > 0 ? ", left out of the step times (they carry the detail's cost)" : "",
             s.estimated_steps);
-  if (!s.count_source.empty())
-    appendf(out, "  (%zu steps counted by %s.step calls over the whole run; the timeline window filled up within the "
-            "first of them, so the breakdown is of its %zu %s spans only)\n",
-            s.count, s.count_source.c_str(), s.steps.size(), s.source.c_str());
-  else if (s.timeline_truncated)
+  if (s.count_source.empty() && s.timeline_truncated)
     appendf(out, "  (the timeline window filled up: these numbers are of its %zu steps, the first of %zu; "
             "--timeline-events=N keeps more)\n", s.steps.size(), s.count);
 }

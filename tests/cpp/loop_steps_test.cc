@@ -236,14 +236,18 @@ TEST(LoopSteps, AWindowFullBeforeTheFirstOptimizerStepStillCountsTheRunsSteps) {
   step.name = "Optimizer.step#LBFGS.step";
   step.kind = OpKind::kUserScope;
   step.calls = 4;
+  step.total_ns = 4 * 600 * kMs;  // 20 closures of ~30 ms inside each
   rb.run.ops.push_back(step);
   rb.run.dropped_events = 1'000'000;
   rb.finish();
   const StepAnalysis a = analyze_steps(rb.run);
-  // THEN the window's spans are backward passes, the run's steps 4
+  // THEN the window's spans are backward passes, the run's steps 4, each
+  // 600 ms inside optimizer.step, not a span's 10 ms
   EXPECT_EQ(a.source, "backward");
   EXPECT_EQ(a.count_source, "optimizer");
   EXPECT_EQ(a.count, 4u);
+  EXPECT_EQ(a.counted_step_ns, 600 * kMs);
+  EXPECT_LT(a.step_ns, 20 * kMs);
 }
 
 TEST(LoopSteps, TooFewStepsDecideNothing) {

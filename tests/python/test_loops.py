@@ -180,6 +180,26 @@ def test_lbfgs_closure_is_one_step_per_call(tmp_path):
     check_common(profile, truth, allowed=allowed)
 
 
+def test_lbfgs_whose_first_step_fills_the_timeline_is_timed_by_its_optimizer_steps(tmp_path):
+    # A timeline of 400 events fills inside the first optimizer.step (up to
+    # 20 closures of ~100 events): the window holds no step's end, and the
+    # run's steps are counted and timed from the Optimizer.step aggregates,
+    # as LBFGS's steps of a million operators are (pytorch/examples'
+    # time_sequence_prediction, whose window holds single closures'
+    # backward spans). The step time is the script's own
+    # optimizer.step(closure) call, not a span of the window's.
+    profile, truth = run_loop("lbfgs_closure", tmp_path, "--max-iter", "20", "--steps", "8",
+                              tool_args=("--timeline-events=400",))
+    s = profile["steps"]
+    assert s["count_source"] == "optimizer" and s["source"] != "optimizer", s["source"]
+    assert s["count"] == truth["steps"] == 8
+    calls = truth["per_step_s"]["step_call"]
+    own_ms = 1e3 * sum(calls) / len(calls)
+    assert abs(s["counted_step_ms"] / own_ms - 1) < 0.05, (s["counted_step_ms"], own_ms)
+    with open(tmp_path / "out" / "report.txt") as f:
+        assert f"{s['counted_step_ms']:.2f} ms each inside optimizer.step" in f.read()
+
+
 def test_grad_scaler_skipped_steps_are_not_steps(tmp_path):
     profile, truth = run_loop("grad_scaler", tmp_path)
     assert truth["iterations"] > truth["optimizer_steps"] == truth["steps"]
