@@ -196,8 +196,17 @@
     var per = st.per_step || [];
     var every = (P.html_limits && P.html_limits.per_step_every) || 1;
     var line = [];
-    if (st.count !== undefined) line.push(st.count + ' steps (from ' + (st.source || '?') + ')');
-    if (st.step_ms) line.push(fmtMs(st.step_ms) + ' a step on average (every step after warm-up, with its whole time)');
+    if (st.counted_step_ms !== undefined) {
+      // The window filled inside the first step (LBFGS): the run's steps and
+      // the window's spans are told apart.
+      line.push(st.count + ' steps (from ' + st.count_source + '.step calls over the whole run), ' +
+        fmtMs(st.counted_step_ms) + ' each inside ' + st.count_source + '.step on average');
+      if (st.step_ms) line.push('the timeline window filled up within the first: what follows is of its ' +
+        (st.in_window || 0) + ' ' + (st.source || '?') + ' spans, ' + fmtMs(st.step_ms) + ' a span on average');
+    } else {
+      if (st.count !== undefined) line.push(st.count + ' steps (from ' + (st.source || '?') + ')');
+      if (st.step_ms) line.push(fmtMs(st.step_ms) + ' a step on average (every step after warm-up, with its whole time)');
+    }
     if (st.median_ms) line.push('median ' + fmtMs(st.median_ms));
     if (st.breakdown_pct) line.push(PHASES.filter(function (p) { return p !== 'evaluation' || num(st.breakdown_pct[p]) > 0; })
       .map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));

@@ -143,9 +143,9 @@ class DetailPolicy {
   bool on() const { return on_; }
   // No window opens from now on, and one open now closes at the next
   // boundary: the thread's timeline keeps the room it has left for the
-  // light steps' scopes (op_observer, kLightReserve). A held stretch (the
-  // GPU window) still holds; the fixed schedule of a rank is kept, since
-  // every rank must detail the same steps.
+  // light steps' scopes (op_observer_state.h, kLightReserveDivisor). A
+  // held stretch (the GPU window) still holds; the fixed schedule of a
+  // rank is kept, since every rank must detail the same steps.
   void stop_opening() { no_room_ = true; }
   bool stopped_opening() const { return no_room_; }
   // From the next boundary on, the fixed schedule of a rank

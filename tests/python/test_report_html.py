@@ -304,6 +304,25 @@ def test_empty_flame_tree_says_no_samples(heavy, tmp_path):
     assert obs["verdict"] == profile["verdict"]
 
 
+def test_a_step_longer_than_the_timeline_is_timed_by_its_optimizer_steps(tmp_path):
+    # LBFGS whose first optimizer.step fills a timeline of 400 events: the
+    # steps line gives the optimizer step's time from its aggregates, and
+    # the window's spans apart (tests/python/test_loops.py checks the
+    # figure against the script's own clock).
+    out = str(tmp_path / "out")
+    r = run_tool(["--timeline-events=400", "-o", out,
+                  os.path.join(ROOT, "tests", "python", "scripts", "loops", "lbfgs_closure.py"),
+                  "--max-iter", "20", "--steps", "6"])
+    assert r.returncode == 0, r.stderr
+    steps = load_profile(out)["steps"]
+    assert steps["count_source"] == "optimizer" and steps["count"] == 6
+    obs = open_in_browser(os.path.join(out, "report.html"), str(tmp_path / "shots"))
+    assert_clean_page(obs)
+    assert "6 steps (from optimizer.step calls over the whole run)" in obs["bodyText"]
+    assert "each inside optimizer.step on average" in obs["bodyText"]
+    assert "a step on average (every step after warm-up" not in obs["bodyText"]
+
+
 # --- the Ranks section of a distributed job's merged report ------------------
 
 DIST_TRAIN = os.path.join(ROOT, "tests", "python", "scripts", "dist", "ddp_train.py")
