@@ -122,6 +122,26 @@ def test_windows_leave_the_light_steps_room_in_the_timeline(tmp_path):
             f"{phase}: window {e_window[phase]:+.1f} pp from the script's clock, full {e_full[phase]:+.1f} pp")
 
 
+def test_without_a_timeline_the_windows_go_on_feeding_the_aggregates(tmp_path):
+    # --timeline-events=0 keeps aggregates only: there is no room to keep,
+    # so the windows reopen as the policy says and the operator tables
+    # cover them all, not only the first (a 40,000-event timeline stops
+    # them within it).
+    def top_calls(mode_dir, events):
+        out = str(tmp_path / mode_dir)
+        r = run_tool(["--detail=window", f"--timeline-events={events}", "-o", out,
+                      os.path.join(EXAMPLES, "tiny_ops.py"), "--steps", "300"])
+        assert r.returncode == 0, r.stderr
+        p = load_profile(out)
+        ops = [o for o in p["ops"] if o["kind"] == "operator"]
+        return max(o["calls"] for o in ops), p["notes"]
+    none, none_notes = top_calls("none", 0)
+    small, small_notes = top_calls("small", 40000)
+    assert not any(n.startswith("detail windows: none opened") for n in none_notes), none_notes
+    assert any(n.startswith("detail windows: none opened") for n in small_notes), small_notes
+    assert none > 1.3 * small, (none, small)
+
+
 def test_module_hooks_are_registered_only_for_detailed_steps(tmp_path):
     # Between windows the global module hooks are removed (they would send
     # every module call down nn.Module._call_impl's slow path): the script

@@ -190,10 +190,12 @@ constexpr size_t kStepClocks = 4096;
 // operators. A quarter of the default 2^19 events keeps ~25,000 light steps.
 constexpr size_t kLightReserveDivisor = 4;
 
-// Whether this thread's timeline has room for more detailed steps.
+// Whether this thread's timeline has room for more detailed steps. With no
+// timeline at all (--timeline-events=0: aggregates only) there is nothing
+// to keep room in, and the windows go on feeding the aggregates.
 inline bool room_for_detail(const ThreadState* st) {
   const size_t capacity = st->timeline.capacity();
-  return st->timeline.size() < capacity - capacity / kLightReserveDivisor;
+  return capacity == 0 || st->timeline.size() < capacity - capacity / kLightReserveDivisor;
 }
 
 // A step ended on this thread at end_ns: its clocks (thread_clock.h), once
