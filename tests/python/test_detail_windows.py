@@ -130,7 +130,7 @@ def test_without_a_timeline_the_windows_go_on_feeding_the_aggregates(tmp_path):
     def top_calls(mode_dir, events):
         out = str(tmp_path / mode_dir)
         r = run_tool(["--detail=window", f"--timeline-events={events}", "-o", out,
-                      os.path.join(EXAMPLES, "tiny_ops.py"), "--steps", "300"])
+                      os.path.join(EXAMPLES, "tiny_ops.py"), "--steps", "400"])  # windows every ~150
         assert r.returncode == 0, r.stderr
         p = load_profile(out)
         ops = [o for o in p["ops"] if o["kind"] == "operator"]
