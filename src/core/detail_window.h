@@ -146,8 +146,13 @@ class DetailPolicy {
   // light steps' scopes (op_observer_state.h, kLightReserveDivisor). A
   // held stretch (the GPU window) still holds; the fixed schedule of a
   // rank is kept, since every rank must detail the same steps.
-  void stop_opening() { no_room_ = true; }
+  void stop_opening() {
+    if (!no_room_) no_room_step_ = steps_ + 1;  // the step this boundary ends, counted from 1
+    no_room_ = true;
+  }
   bool stopped_opening() const { return no_room_; }
+  // The step whose end found no room (stop_opening), -1 while none did.
+  int64_t no_room_step() const { return no_room_step_; }
   // From the next boundary on, the fixed schedule of a rank
   // (DetailPolicyOptions::lockstep_period): a process that learns it is a
   // rank only when the script joins its process group (before any step,
@@ -278,6 +283,7 @@ class DetailPolicy {
   bool on_ = true;
   bool held_ = false;
   bool no_room_ = false;  // stop_opening
+  int64_t no_room_step_ = -1;
   bool continuous_ = false;
   int64_t last_ns_ = 0;
   int64_t steps_ = 0;

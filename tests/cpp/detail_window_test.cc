@@ -258,6 +258,7 @@ TEST(DetailPolicy, WithNoRoomLeftTheOpenWindowClosesAndNoneOpensAgain) {
   // THEN the window closes at that boundary, not at its end (step 155),
   // and no window opens again: the steps after it are light
   EXPECT_TRUE(p.stopped_opening());
+  EXPECT_EQ(p.no_room_step(), 154);  // the 154th boundary: drive()'s first ends set-up, then steps 0..152
   EXPECT_TRUE(on[150] && on[152]);
   for (int k = 153; k < 1000; ++k) EXPECT_FALSE(on[k]) << k;
   // AND the windows before it were the usual ones

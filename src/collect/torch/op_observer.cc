@@ -272,10 +272,7 @@ void detail_boundary(int64_t end_ns, uint32_t name_id, bool room) {
     if (o.detail_pace_name == UINT32_MAX) o.detail_pace_name = name_id;
     if (name_id != o.detail_pace_name) return;
   }
-  if (!room && !o.policy.stopped_opening()) {
-    o.policy.stop_opening();
-    o.detail_room_out_step = o.policy.steps() + 1;  // the step this boundary ends, counted from 1
-  }
+  if (!room) o.policy.stop_opening();
   const bool on = o.policy.on_boundary(end_ns, detail_window().held.load(std::memory_order_relaxed)) ||
                   detail_window().keep_on.load(std::memory_order_relaxed);
   if (on == o.detail_on) return;
@@ -498,7 +495,6 @@ bool start_op_observer(const OpObserverOptions& options, std::string* error) {
     o.detail_on = true;  // detail from the start: set-up and warm-up steps
     o.detail_since_ns = now_ns();
     o.detail_pace_name = UINT32_MAX;
-    o.detail_room_out_step = -1;
     detail_window().keep_on.store(false, std::memory_order_relaxed);
     detail_window().held.store(false, std::memory_order_relaxed);
     o.detail_spans.clear();

@@ -43,7 +43,7 @@ static void add_detail_room_note(Run& run, Observer& o) {
   int64_t step = -1;
   {
     std::lock_guard<std::mutex> lock(o.detail_mu);
-    step = o.detail_room_out_step;
+    step = o.policy.no_room_step();
   }
   if (step < 0) return;
   run.notes.push_back("detail windows: none opened after step " + std::to_string(step) +

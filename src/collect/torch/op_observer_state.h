@@ -232,9 +232,6 @@ struct Observer {
   // the policy counts iterations, not optimizer calls.
   uint32_t detail_pace_name = UINT32_MAX;
   std::vector<std::pair<int64_t, int64_t>> detail_spans;  // closed spans
-  // The step (counted from 1) whose boundary found the timeline's room for
-  // detail gone (room_for_detail), -1 while it has not.
-  int64_t detail_room_out_step = -1;
 };
 
 // The one observer (leaked: late callbacks may still look).
