@@ -356,11 +356,14 @@ def test_four_ranks_name_the_one_with_a_slow_loader(tmp_path):
     assert f is not None, [x["id"] for x in prof["findings"]]
     assert f["rank"] == 3 and f["cause"] == "input", f
     # Its data wait beyond the others' median, by the ranks' own clocks
-    # around next(loader). Its whole excess is less than the planted delay
-    # here: four ranks on two cores, the other three compute slower while
-    # it sleeps (its compute is shorter by as much), so the job loses less.
+    # around next(loader). Its whole excess is that data wait: it computes
+    # no more than the others (four ranks on two cores, the other three
+    # compute faster while it sleeps). Not to the millisecond: on two noisy
+    # cores its compute came out 2.1 ms above the others' median in one CI
+    # run (its data excess 30.3 ms, its steps varying 9 %), so the bound is
+    # the data wait by its own clock within the tolerance used above.
     waits = {k: own_mean(t[k]["data_waits"], steps) for k in t}
     own_excess = waits[3] - statistics.median(waits[k] for k in (0, 1, 2))
     assert f["data_excess_ms"] == pytest.approx(own_excess, rel=EXCESS_TOLERANCE), (f, own_excess)
-    assert f["excess_ms"] <= f["data_excess_ms"] + 1.0, f
+    assert f["excess_ms"] <= own_excess * (1 + EXCESS_TOLERANCE), (f, own_excess)
     assert all(os.path.exists(os.path.join(out, f"rank-{k}", "profile.json")) for k in range(4))
