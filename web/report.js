@@ -216,7 +216,15 @@
         fmt(num(g.share_pct), 1) + ' % of the time, mostly ' + g.phase + (g.what ? ' (' + g.what + ')' : ''));
     });
     if (every > 1) line.push('one step in ' + every + ' drawn');
-    if (st.timeline_truncated) line.push('later steps beyond the timeline window');
+    var wr = st.whole_run;
+    if (wr) {
+      // The steps after the timeline, by the step clocks (docs/endings.md).
+      line.push('steps ' + (wr.beyond_first_step + 1) + '..' + wr.last_step + ' after the timeline window, by the step ' +
+        'clocks: ' + fmtMs(wr.beyond_step_ms) + ' a step, data wait ' + fmtMs(wr.beyond_data_ms) +
+        '; the whole run ' + fmtMs(wr.step_ms) + ' a step');
+    } else if (st.timeline_truncated) {
+      line.push('later steps beyond the timeline window');
+    }
     byId('steps-line').textContent = line.join(' \u00b7 ');
     if (!per.length) { empty(box, 'No steps in the timeline.'); return; }
     stackedBars(box, per, {

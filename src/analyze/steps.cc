@@ -521,10 +521,12 @@ StepAnalysis analyze_steps(const Run& run) {
         break;
       }
   const std::string& counted = a.count_source.empty() ? a.source : a.count_source;
-  if (a.timeline_truncated && (counted == "optimizer" || counted == "dataloader")) {
+  if (a.timeline_truncated && (counted == "optimizer" || counted == "dataloader" || counted == "profiler_step")) {
     uint64_t calls = 0;
     int64_t inside_ns = 0;
-    const char* prefix = counted == "optimizer" ? "Optimizer.step#" : "enumerate(DataLoader)";
+    const char* prefix = counted == "optimizer"       ? "Optimizer.step#"
+                         : counted == "profiler_step" ? "ProfilerStep#"
+                                                      : "enumerate(DataLoader)";
     for (const OpStats& op : run.ops)
       if (op.kind == OpKind::kUserScope && op.name.rfind(prefix, 0) == 0) {
         calls += op.calls;
@@ -534,7 +536,7 @@ StepAnalysis analyze_steps(const Run& run) {
     if (counted == "optimizer") {
       k = std::max<size_t>(1, run.env.optimizers.size());
       if (calls % k != 0) k = 1;
-    } else {
+    } else if (counted == "dataloader") {
       // Each epoch's last fetch only raises StopIteration.
       k = 1;
       calls -= std::min<uint64_t>(calls, run.env.dataloaders.empty() ? 0 : 1);
@@ -548,6 +550,10 @@ StepAnalysis analyze_steps(const Run& run) {
     if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);
   steady_statistics(a, passes, optimizer);
   classify_slow_steps(run, a);
+  // Steps counted by their boundaries (optimizer.step, profiler.step) over
+  // the whole run: the step clocks are at the same boundaries.
+  if (a.timeline_truncated && !a.steps.empty() && (counted == "optimizer" || counted == "profiler_step"))
+    a.whole_run = run_clocks(run, a.count, a.steps.back().end_ns);
   return a;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/run_clocks.h"
 #include "model/run.h"
 
 namespace torchneck {
@@ -140,6 +141,10 @@ struct StepAnalysis {
   double ops_per_step = 0;     // steady-state mean, evaluation left out
   double op_self_ns_per_step = 0;
   bool timeline_truncated = false;  // events were dropped: later steps unseen
+  // Where the timeline was cut before the run's end: the whole run's steps
+  // by the step clocks, those after the timeline's last step apart
+  // (run_clocks.h); empty otherwise.
+  RunClocks whole_run;
 };
 
 StepAnalysis analyze_steps(const Run& run);

@@ -307,12 +307,19 @@ struct NvmlSample {
 // its time runnable but waiting for a CPU, cumulative (Linux schedstat;
 // runqueue_ns -1 where unreadable). The difference of two tells how a
 // step's wall time split into computing, waiting for a core, and neither
-// (blocked: a lock, I/O, a device; or a slower core).
+// (blocked: a lock, I/O, a device; or a slower core). `step` counts the
+// boundaries the thread has ended (1 at its first) and `data_ns` its time
+// inside DataLoader fetches so far, both cumulative too: the clocks outlast
+// the timeline (thinned, never full), and two of them tell the steps
+// between them, their mean time and data wait, anywhere in a long run
+// (analyze/run_clocks.h).
 struct StepClock {
   int64_t t_ns = 0;
   int64_t cpu_ns = 0;
   int64_t runqueue_ns = -1;
   uint32_t thread_index = 0;
+  uint64_t step = 0;
+  int64_t data_ns = 0;
 };
 
 struct Run {

@@ -19,7 +19,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
 // experiments; 11: detail windows; 12: step clocks.
-constexpr uint32_t kVersion = 12;
+constexpr uint32_t kVersion = 13;
 
 OpKind op_kind(Reader& r) {
   const auto k = r.num<uint8_t>();
@@ -250,6 +250,8 @@ void encode_into(Writer& w, const Run& run) {
     w.num(c.cpu_ns);
     w.num(c.runqueue_ns);
     w.num(c.thread_index);
+    w.num(c.step);
+    w.num(c.data_ns);
   }
   w.num(run.data_wait_ns);
   w.num(run.data_wait_cpu_ns);
@@ -388,12 +390,14 @@ Run decode_run(const std::string& bytes) {
     d.first = r.num<int64_t>();
     d.second = r.num<int64_t>();
   }
-  run.step_clocks.resize(r.count(28));
+  run.step_clocks.resize(r.count(44));
   for (StepClock& c : run.step_clocks) {
     c.t_ns = r.num<int64_t>();
     c.cpu_ns = r.num<int64_t>();
     c.runqueue_ns = r.num<int64_t>();
     c.thread_index = r.num<uint32_t>();
+    c.step = r.num<uint64_t>();
+    c.data_ns = r.num<int64_t>();
     if (!run.threads.empty() && c.thread_index >= run.threads.size()) r.fail("a step clock's thread is out of range");
   }
   run.data_wait_ns = r.num<int64_t>();

@@ -222,6 +222,25 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.end_array();
   w.field("ops_per_step", s.ops_per_step);
   w.field("timeline_truncated", s.timeline_truncated);
+  w.key("whole_run");
+  if (s.whole_run.empty()) {
+    w.null();
+  } else {
+    const RunClocks& c = s.whole_run;
+    w.begin_object();
+    w.field("source", "step_clocks");
+    w.field("first_step", c.first_step);
+    w.field("last_step", c.last_step);
+    w.field("step_ms", c.step_ns / 1e6);
+    w.field("data_ms", c.data_ns / 1e6);
+    if (c.cpu_ns >= 0) w.field("cpu_ms", c.cpu_ns / 1e6);
+    w.field("beyond_first_step", c.beyond_first_step);
+    w.field("beyond_steps", c.beyond_steps);
+    w.field("beyond_step_ms", c.beyond_step_ns / 1e6);
+    w.field("beyond_data_ms", c.beyond_data_ns / 1e6);
+    w.field("intervals", static_cast<uint64_t>(c.intervals.size()));
+    w.end_object();
+  }
   w.field("detail", s.detail_mode);
   w.field("detailed_steady", static_cast<uint64_t>(s.detailed_steady));
   w.field("estimated_steps", static_cast<uint64_t>(s.estimated_steps));

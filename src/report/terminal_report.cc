@@ -218,6 +218,15 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
   if (s.count_source.empty() && s.timeline_truncated)
     appendf(out, "  (the timeline window filled up: these numbers are of its %zu steps, the first of %zu; "
             "--timeline-events=N keeps more)\n", s.steps.size(), s.count);
+  if (!s.whole_run.empty()) {
+    const RunClocks& c = s.whole_run;
+    appendf(out, "  by the step clocks, steps %llu..%llu after the timeline: %.2f ms a step, data wait %.2f ms (%.1f %%); "
+            "the whole run (steps %llu..%llu): %.2f ms a step, data wait %.2f ms (%.1f %%)\n",
+            static_cast<unsigned long long>(c.beyond_first_step + 1), static_cast<unsigned long long>(c.last_step),
+            c.beyond_step_ns / 1e6, c.beyond_data_ns / 1e6, (c.beyond_step_ns > 0 ? 100.0 * c.beyond_data_ns / c.beyond_step_ns : 0.0),
+            static_cast<unsigned long long>(c.first_step + 1), static_cast<unsigned long long>(c.last_step),
+            c.step_ns / 1e6, c.data_ns / 1e6, (c.step_ns > 0 ? 100.0 * c.data_ns / c.step_ns : 0.0));
+  }
 }
 
 // Resident memory over the run and the garbage collections (analyze/memory.h).

@@ -79,7 +79,7 @@ Run full_run() {
   r.dropped_events = 77;
   r.data_wait_ns = 5'000'000;
   r.data_wait_cpu_ns = 1'250'000;
-  r.step_clocks = {{100, 40, 5, 0}, {200, 90, -1, 1}};
+  r.step_clocks = {{100, 40, 5, 0, 1, 30}, {200, 90, -1, 1, 4096, 7000000000}};
   r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
@@ -165,6 +165,10 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.step_clocks[1].runqueue_ns, -1);
   EXPECT_EQ(after.step_clocks[1].thread_index, 1u);
   EXPECT_EQ(after.step_clocks[0].runqueue_ns, 5);
+  EXPECT_EQ(after.step_clocks[0].step, 1u);
+  EXPECT_EQ(after.step_clocks[0].data_ns, 30);
+  EXPECT_EQ(after.step_clocks[1].step, 4096u);
+  EXPECT_EQ(after.step_clocks[1].data_ns, 7000000000);
   EXPECT_EQ(after.memory.at(1).rss_bytes, 310 << 20);
   EXPECT_EQ(after.memory.at(1).torch_allocated_bytes, 123);
   EXPECT_EQ(after.memory.at(0).torch_allocated_bytes, -1);

@@ -2,12 +2,17 @@
 default's detail windows are test_detail_windows.py's): aggregates stay exact for the whole run, timelines
 keep a bounded window, every event left out is counted, and memory stops
 growing once the window is full. Ground truth: the workload counts its own
-aten::add calls and reads its own resident memory (/proc/self/statm)."""
+aten::add calls and reads its own resident memory (/proc/self/statm).
+The steps after the timeline (default detail windows): read from the step
+clocks, against the script's own per-step clock (loops/looptruth.py)."""
 
 import json
 import os
+import statistics
 
-from conftest import ROOT, load_profile, run_plain, run_tool
+import pytest
+
+from conftest import ROOT, load_profile, run_plain, run_tool, script
 
 WORKLOAD = os.path.join(ROOT, "benchmarks", "long_run_workload.py")
 STEPS = 2000  # x 100 adds: 200,000 adds, ~1.15 M operator events in all
@@ -105,3 +110,54 @@ def test_sampled_shapes_do_not_grow_the_scripts_heap(tmp_path):
     plain_peak = json.loads(plain_gt.read_text())["loop_rusage"]["peak_rss_mb"]
     tn_peak = json.loads(tn_gt.read_text())["loop_rusage"]["peak_rss_mb"]
     assert tn_peak <= plain_peak + MAX_EXTRA_PEAK_MB, (tn_peak, plain_peak)
+
+
+# growing_history slowing down only from step 350 of 600, in a timeline of
+# 3,000 events a thread: the windows fill 3/4 of it within the first ~100
+# steps and the light steps the rest before step ~250 (a light step adds ~6
+# events here).
+LATE_STEPS, GROW_FROM, SMALL_TIMELINE = 600, 350, 3000
+
+
+def test_the_steps_after_the_timeline_are_read_from_the_step_clocks(tmp_path):
+    out, truth = str(tmp_path / "out"), str(tmp_path / "truth.json")
+    r = run_tool(["-o", out, "--timeline-events", str(SMALL_TIMELINE), script(os.path.join("loops", "growing_history.py")),
+                  "--steps", str(LATE_STEPS), "--grow-from", str(GROW_FROM), "--truth", truth])
+    assert r.returncode == 0, r.stderr[-3000:]
+    prof = load_profile(out)
+    with open(truth) as f:
+        t = json.load(f)
+    rows, waits = t["per_step_s"]["step"], t["per_step_s"]["data_wait"]
+    s = prof["steps"]
+    # The timeline ends before the steps grow: what it holds is flat.
+    assert s["timeline_truncated"] and s["in_window"] < GROW_FROM, (s["in_window"], prof["notes"])
+    assert s["count"] == t["steps"] == LATE_STEPS
+    w = s["whole_run"]
+    assert w is not None and w["source"] == "step_clocks", s
+    assert w["last_step"] == LATE_STEPS
+    # The steps after the timeline (first+1 .. last, rows first..), and the
+    # whole run from its first clock: their mean step and data wait as the
+    # script's own clock measured them over the same steps. Its rows end
+    # where optimizer.step returns, ours where its scope ends: the same
+    # boundaries, a few microseconds apart.
+    b = w["beyond_first_step"]
+    assert s["in_window"] <= b < GROW_FROM and w["beyond_steps"] == LATE_STEPS - b, w
+    mean_ms = lambda v: 1e3 * statistics.mean(v)
+    assert w["beyond_step_ms"] == pytest.approx(mean_ms(rows[b:]), rel=0.03), w
+    assert w["beyond_data_ms"] == pytest.approx(mean_ms(waits[b:]), rel=0.25, abs=0.05), w
+    a = w["first_step"]
+    assert w["step_ms"] == pytest.approx(mean_ms(rows[a:]), rel=0.03), w
+    assert w["data_ms"] == pytest.approx(mean_ms(waits[a:]), rel=0.25, abs=0.05), w
+    # The drift the steps in the timeline cannot show, over the whole run:
+    # each step's time by the clocks (600 boundaries, none thinned), from
+    # the timeline's first steady step, as the script's clock shows its
+    # thirds over the same steps.
+    drift = {f["id"]: f for f in prof["findings"]}.get("step_time_drift")
+    assert drift is not None, [f["id"] for f in prof["findings"]]
+    assert "step clocks" in drift["evidence"][0], drift["evidence"]
+    first = next(i for i, x in enumerate(s["per_step"]) if x["steady"])
+    own = rows[first:]
+    k = len(own) // 3
+    growth = 100 * (statistics.median(own[-k:]) / statistics.median(own[:k]) - 1)
+    assert growth > 50, growth  # what the script planted, by its own clock
+    assert drift["growth_pct"] == pytest.approx(growth, rel=0.1), (drift, growth)

@@ -321,6 +321,11 @@ def test_a_step_longer_than_the_timeline_is_timed_by_its_optimizer_steps(tmp_pat
     assert "6 steps (from optimizer.step calls over the whole run)" in obs["bodyText"]
     assert "each inside optimizer.step on average" in obs["bodyText"]
     assert "a step on average (every step after warm-up" not in obs["bodyText"]
+    # and the steps after the window by the step clocks (steps.whole_run;
+    # test_long_run.py checks its figures against the script's own clock)
+    w = steps["whole_run"]
+    assert w is not None and w["last_step"] == 6, steps
+    assert f"steps {w['beyond_first_step'] + 1}..6 after the timeline window, by the step clocks" in obs["bodyText"]
 
 
 # --- the Ranks section of a distributed job's merged report ------------------

@@ -30,6 +30,7 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.fetch_ns = 0;
   st.fetch_cpu_ns = 0;
   if (st.step_clocks) st.step_clocks->clear();
+  st.last_clock = StepClock{};
 }
 
 std::vector<std::pair<int64_t, int64_t>> detail_spans_of(Observer& o, int64_t now) {
@@ -82,11 +83,13 @@ void add_fetch_times(Run& run, const ThreadState& st) {
   run.data_wait_cpu_ns = std::max<int64_t>(run.data_wait_cpu_ns, 0) + st.fetch_cpu_ns;
 }
 
-// A thread's step clocks into the run's (Run::step_clocks: by thread, then time).
+// A thread's step clocks into the run's (Run::step_clocks: by thread, then
+// time), its last one too where the thinning passed it over.
 void add_step_clocks(Run& run, const ThreadState& st) {
   if (!st.step_clocks) return;
   const std::vector<StepClock>& v = st.step_clocks->samples();
   run.step_clocks.insert(run.step_clocks.end(), v.begin(), v.end());
+  if (!v.empty() && v.back().step < st.last_clock.step) run.step_clocks.push_back(st.last_clock);
 }
 
 std::string_view interned_name(uint32_t id, const void*) { return StringInterner::global().lookup(id); }

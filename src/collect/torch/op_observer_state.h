@@ -134,6 +134,8 @@ struct ThreadState {
   // This thread's clocks at each step boundary it ended (Run::step_clocks),
   // made at its first one: most threads never end a step.
   std::unique_ptr<ThinnedSeries<StepClock>> step_clocks;
+  // Its last one, kept whatever the thinning: the run's end in steps.
+  StepClock last_clock;
   // This thread's /proc/thread-self/schedstat, opened at its first step
   // boundary (read_thread_clocks); -1 again in a forked child (op_observer.cc).
   int schedstat_fd = -1;
@@ -203,7 +205,8 @@ inline bool room_for_detail(const ThreadState* st) {
 inline void record_step_clock(ThreadState* st, int64_t end_ns) {
   if (!st->step_clocks) st->step_clocks = std::make_unique<ThinnedSeries<StepClock>>(kStepClocks);
   const ThreadClocks c = read_thread_clocks(&st->schedstat_fd);
-  st->step_clocks->tick(StepClock{end_ns, c.cpu_ns, c.runqueue_ns, st->thread_index});
+  st->last_clock = StepClock{end_ns, c.cpu_ns, c.runqueue_ns, st->thread_index, st->last_clock.step + 1, st->fetch_ns};
+  st->step_clocks->tick(st->last_clock);
 }
 
 struct Observer {

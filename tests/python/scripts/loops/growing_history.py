@@ -10,7 +10,11 @@ reference machine (~4 ms to ~10 ms over 60 steps), yet never twice its
 neighbours' (no step is "slow"). torchneck must
 report step_time_drift with the growth the script's own clock shows.
 
-    /usr/bin/python3 growing_history.py [--steps N] [--truth PATH]
+    /usr/bin/python3 growing_history.py [--steps N] [--grow-from K] [--truth PATH]
+
+--grow-from K: snapshots are kept from step K on (0, the default: from the
+  first step), so the steps before K do not grow: a run that slows down
+  late, after a bounded timeline has filled (test_long_run.py).
 
 --truth PATH writes looptruth.LoopClock's JSON (see looptruth.py), plus:
   history_len          snapshots kept at the end (== steps)
@@ -39,6 +43,7 @@ def main():
     p.add_argument("--width", type=int, default=96)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--anchored", type=int, default=3, help="layers whose weights are snapshot")
+    p.add_argument("--grow-from", type=int, default=0, help="the step snapshots are kept from")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--truth", metavar="PATH")
     a = p.parse_args()
@@ -60,9 +65,10 @@ def main():
         with clock.timed("forward"):
             loss = loss_fn(model(x), y)
         with clock.timed("history"):
-            history.append([w.detach().clone() for w in anchored])
-            penalty = sum((w - h).abs().mean() for snap in history for w, h in zip(anchored, snap))
-            loss = loss + 1e-3 * penalty / len(history)
+            if step >= a.grow_from:
+                history.append([w.detach().clone() for w in anchored])
+                penalty = sum((w - h).abs().mean() for snap in history for w, h in zip(anchored, snap))
+                loss = loss + 1e-3 * penalty / len(history)
         with clock.timed("backward"):
             loss.backward()
         with clock.timed("optimizer"):
