@@ -32,6 +32,16 @@ SteadySpan steady_span(const StepAnalysis& steps) {
     s.start_ns = steps.steps[s.first].start_ns;
     s.end_ns = steps.steps[s.last].end_ns;
   }
+  // A run whose timeline ended before it did: the span goes on to its last
+  // step by the step clocks (StepAnalysis::whole_run), so the memory and
+  // GPU samples and the collections are read over the whole run, not over
+  // the timeline's first part (a script whose memory grew after its
+  // timeline filled was "too few samples in the steady steps to fit").
+  const RunClocks& c = steps.whole_run;
+  if (s.found && !c.empty() && !c.intervals.empty() && c.intervals.back().end_ns > s.end_ns) {
+    s.end_ns = c.intervals.back().end_ns;
+    s.last = std::max<size_t>(s.last, static_cast<size_t>(c.last_step) - 1);  // steps from 0, as the timeline's
+  }
   return s;
 }
 

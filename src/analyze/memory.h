@@ -14,7 +14,8 @@ namespace torchneck {
 
 // The part of the run after warm-up: from the first steady step's start to
 // the last steady step's end (outliers inside it included: memory does not
-// care why a step was slow).
+// care why a step was slow); where the timeline ended before the run did,
+// to the run's last step by the step clocks (StepAnalysis::whole_run).
 struct SteadySpan {
   bool found = false;
   size_t first = 0, last = 0;  // step indices

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyze/diagnosis.h"
+#include "analyze/memory.h"
 #include "analyze/run_clocks.h"
 #include "collect/system/thinned_series.h"
 
@@ -129,6 +130,36 @@ TEST(RunClocks, DriftAfterTheTimelineFilledIsFoundOverTheWholeRun) {
   ASSERT_NE(f, nullptr);
   EXPECT_NEAR(f->numbers[0].second, 75.0, 3.0);
   EXPECT_NE(f->evidence[0].find("step clocks"), std::string::npos) << f->evidence[0];
+}
+
+TEST(RunClocks, TheSteadySpanRunsToTheRunsLastStep) {
+  // GIVEN 1000 steps whose timeline holds the first 300 (steady from the
+  // 4th)
+  std::vector<int64_t> ends;
+  const torchneck::Run run = clocked_run(1000, 1, 256, [](uint64_t) { return 10.0; }, &ends);
+  StepAnalysis s;
+  for (size_t i = 0; i < 300; ++i) {
+    Step st;
+    st.start_ns = i == 0 ? 0 : ends[i - 1];
+    st.end_ns = ends[i];
+    st.steady = i >= 3;
+    s.steps.push_back(st);
+  }
+  // WHEN the span is read without the clocks, then with them
+  const SteadySpan timeline_only = steady_span(s);
+  s.whole_run = run_clocks(run, 1000, ends[299]);
+  ASSERT_FALSE(s.whole_run.empty());
+  const SteadySpan whole = steady_span(s);
+  // THEN the timeline's steady steps, then on to the run's last step (the
+  // memory samples, collections and GPU samples are read over it)
+  EXPECT_EQ(timeline_only.first, 3u);
+  EXPECT_EQ(timeline_only.last, 299u);
+  EXPECT_EQ(timeline_only.end_ns, ends[299]);
+  EXPECT_EQ(whole.first, 3u);
+  EXPECT_EQ(whole.start_ns, ends[2]);
+  EXPECT_EQ(whole.last, 999u);
+  EXPECT_EQ(whole.end_ns, ends.back());
+  EXPECT_EQ(whole.steps(), 997u);
 }
 
 }  // namespace
