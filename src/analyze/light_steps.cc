@@ -111,14 +111,21 @@ size_t estimate_light_steps(std::vector<Step>& steps, const LightSplit& split) {
       return level_near(light, k, [&](size_t i) { return light_time(steps[i], q); }, near);
     };
     const double multiple = work_multiple(static_cast<double>(light_time(st, kBackward)), level_of(kBackward));
+    const double bodies = std::min(multiple, static_cast<double>(std::max(1, st.micro_batches)));
     double v[kNumPhases] = {0, 0, 0, 0, 0, 0};
     for (int q = 0; q < kNumPhases; ++q) {
       const int64_t t = light_time(st, q);
       if (t <= 0) continue;
       const double cap = level_of(q) * multiple;
       const double typical = static_cast<double>(t) > kAtypicalFactor * cap ? cap : static_cast<double>(t);
+      // A step holding `multiple` times the work holds that much of each
+      // phase's work, and the loop's own time between them ("other") as
+      // many times as it ran the loop's body: its backward passes.
+      double w[kNumPhases], sum = 0;
+      for (int p = 0; p < kNumPhases; ++p) sum += w[p] = split.typical[q][p] * (p == kOther ? bodies : multiple);
       for (int p = 0; p < kNumPhases; ++p)
-        v[p] += typical * split.typical[q][p] + (static_cast<double>(t) - typical) * split.excess[q][p];
+        v[p] += typical * (sum > 0 ? w[p] / sum : split.typical[q][p]) +
+                (static_cast<double>(t) - typical) * split.excess[q][p];
     }
     int64_t assigned = 0;
     for (int p = 0; p < kNumPhases; ++p) {

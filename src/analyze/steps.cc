@@ -379,19 +379,24 @@ void estimate_undetailed(StepAnalysis& a, const JointSweep& joint) {
 
 // The statistics over the steady steps: time-weighted (every steady step's
 // whole time), their spread, and what the steps are made of.
-void steady_statistics(StepAnalysis& a, const std::vector<Span>& passes, const std::vector<Span>& optimizer) {
+// Each step's backward passes outside optimizer.step (Step::micro_batches):
+// those inside it are a closure's (LBFGS), not micro-batches.
+void count_micro_batches(std::vector<Step>& steps, const std::vector<Span>& passes, const std::vector<Span>& optimizer) {
+  size_t pj = 0;
+  for (Step& s : steps) {
+    while (pj < passes.size() && passes[pj].first < s.start_ns) ++pj;
+    for (size_t k = pj; k < passes.size() && passes[k].first < s.end_ns; ++k)
+      if (!inside_any(optimizer, passes[k].first, passes[k].second)) ++s.micro_batches;
+  }
+}
+
+void steady_statistics(StepAnalysis& a) {
   std::vector<int64_t> steady;
   std::vector<int> micro;
   StepBreakdown sum;
   double ops = 0, op_self = 0, sq = 0;
   size_t detailed = 0;
-  size_t pj = 0;
   for (Step& s : a.steps) {
-    while (pj < passes.size() && passes[pj].first < s.start_ns) ++pj;
-    // Backward passes inside optimizer.step are a closure's (LBFGS), not
-    // micro-batches.
-    for (size_t k = pj; k < passes.size() && passes[k].first < s.end_ns; ++k)
-      if (!inside_any(optimizer, passes[k].first, passes[k].second)) ++s.micro_batches;
     a.window_ns += s.duration();
     a.evaluation_ns += s.breakdown[Phase::kEvaluation];
     if (s.detailed && (s.steady || s.detail_excluded)) {  // its operators and backward passes were recorded
@@ -509,6 +514,10 @@ StepAnalysis analyze_steps(const Run& run) {
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
   mark_steady(a, compile_spans(run), w.state == "recorded" && w.end_ns > w.start_ns ? &window : nullptr);
+  std::vector<Span> optimizer;
+  for (size_t i : tv.main_events)
+    if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);
+  count_micro_batches(a.steps, passes, optimizer);  // before the estimate: a light step's passes are its loop bodies
   estimate_undetailed(a, joint);
   a.count = a.steps.size();
   // The window can fill before the first optimizer.step ends (LBFGS: a
@@ -545,10 +554,7 @@ StepAnalysis analyze_steps(const Run& run) {
                                      : static_cast<size_t>(calls / k);
     if (!a.count_source.empty() && a.count > 0) a.counted_step_ns = inside_ns / static_cast<int64_t>(a.count);
   }
-  std::vector<Span> optimizer;
-  for (size_t i : tv.main_events)
-    if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);
-  steady_statistics(a, passes, optimizer);
+  steady_statistics(a);
   classify_slow_steps(run, a);
   // Steps counted by their boundaries (optimizer.step, profiler.step) over
   // the whole run: the step clocks are at the same boundaries.

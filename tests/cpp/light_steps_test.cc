@@ -86,15 +86,39 @@ TEST(LightSteps, WithoutAnAtypicalDetailedStepTheExcessIsSplitAsTypical) {
 
 TEST(LightSteps, AStepThatRanTheLoopTwiceIsSplitAsTheOthers) {
   // A skipped optimizer step: every 4th step holds two iterations, twice
-  // the backward and a little over twice the rest.
+  // the backward (two passes) and a little over twice the rest.
   const std::vector<JointPhases> joint = {detailed(800, 200), detailed(800, 200), detailed(800, 200)};
   const LightSplit s = learn_light_split(joint, all(joint.size()));
   std::vector<Step> steps;
-  for (int i = 0; i < 16; ++i) steps.push_back(i % 4 == 3 ? light(i * 100000, 2100, 2000) : light(i * 100000, 1000));
+  for (int i = 0; i < 16; ++i) {
+    steps.push_back(i % 4 == 3 ? light(i * 100000, 2100, 2000) : light(i * 100000, 1000));
+    steps.back().micro_batches = i % 4 == 3 ? 2 : 1;
+  }
   estimate_light_steps(steps, s);
   EXPECT_EQ(steps[3].breakdown.ns[kF], 1680);
   EXPECT_EQ(steps[3].breakdown.ns[kO], 420);
   EXPECT_EQ(steps[3].breakdown.ns[kB], 2000);
+}
+
+TEST(LightSteps, AStepWhoseOneBackwardRanSlowerHoldsTheLoopsOwnTimeOnce) {
+  // bursty_loader's light steps while its workers take the cores: one
+  // backward pass 7.5x its level, the forward with it, the loop's own time
+  // between the model's calls ("other") as in every step. Typical split of
+  // the time outside the scopes: forward 520, other 480.
+  const std::vector<JointPhases> joint = {detailed(520, 480), detailed(520, 480), detailed(520, 480)};
+  const LightSplit s = learn_light_split(joint, all(joint.size()));
+  std::vector<Step> steps;
+  for (int i = 0; i < 9; ++i) {
+    steps.push_back(i == 4 ? light(i * 100000, 520 * 15 / 2 + 480, 7500) : light(i * 100000, 1000));
+    steps.back().micro_batches = 1;
+  }
+  estimate_light_steps(steps, s);
+  EXPECT_EQ(steps[4].breakdown.ns[kF], 3900);
+  EXPECT_EQ(steps[4].breakdown.ns[kO], 480);
+  EXPECT_EQ(steps[4].breakdown.ns[kB], 7500);
+  // and its neighbours as the detailed steps split
+  EXPECT_EQ(steps[3].breakdown.ns[kF], 520);
+  EXPECT_EQ(steps[3].breakdown.ns[kO], 480);
 }
 
 TEST(LightSteps, ADetailedAtypicalStepTeachesWhereTheExcessGoes) {
