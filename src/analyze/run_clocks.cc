@@ -45,12 +45,10 @@ RunClocks run_clocks(const Run& run, size_t steps_in_run, int64_t timeline_end_n
     const double n = steps_between(v[i], v[i + 1]);
     if (n <= 0 || v[i + 1].t_ns <= v[i].t_ns) continue;
     ClockInterval iv;
-    iv.first_step = v[i].step / k;
     iv.steps = static_cast<uint64_t>(std::llround(n));
     iv.start_ns = v[i].t_ns;
     iv.end_ns = v[i + 1].t_ns;
     iv.step_ns = static_cast<double>(iv.end_ns - iv.start_ns) / n;
-    iv.data_ns = static_cast<double>(v[i + 1].data_ns - v[i].data_ns) / n;
     out.intervals.push_back(iv);
   }
   const StepClock& first = v.front();

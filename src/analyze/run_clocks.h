@@ -17,15 +17,12 @@
 
 namespace torchneck {
 
-// The steps between two consecutive kept clocks: `steps` steps ending after
-// step `first_step` (steps counted from 1, as the run's iterations).
+// The `steps` steps between two consecutive kept clocks.
 struct ClockInterval {
-  uint64_t first_step = 0;
   uint64_t steps = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   double step_ns = 0;  // their mean step
-  double data_ns = 0;  // their mean time inside DataLoader fetches
 };
 
 struct RunClocks {
