@@ -1,5 +1,7 @@
 #include "core/files.h"
 
+#include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +11,73 @@
 
 namespace torchneck {
 
+namespace {
+
+// Random characters in a fresh name: 12 of 36 make a planted name a guess
+// in 2^62, and a name taken (EEXIST) is simply drawn again.
+constexpr int kRandomChars = 12;
+constexpr int kCreateAttempts = 100;
+
+std::string random_suffix() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char bytes[kRandomChars];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  std::string out(kRandomChars, '0');
+  for (int i = 0; i < kRandomChars; ++i) out[i] = kAlphabet[bytes[i] % (sizeof kAlphabet - 1)];
+  return out;
+}
+
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string name_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Writes every byte, through EINTR and short writes; false with errno set.
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Pieces are gathered to this size before each write(2): a report made of
+// many small pieces costs few system calls.
+constexpr size_t kWriteBuffer = size_t{1} << 16;
+
+}  // namespace
+
+int create_fresh_file(const std::string& dir, const std::string& prefix, std::string* name) {
+  for (int attempt = 0; attempt < kCreateAttempts; ++attempt) {
+    const std::string candidate = (dir == "/" ? "" : dir) + "/." + prefix + "-" + random_suffix();
+    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      *name = candidate;
+      return fd;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 void write_file_atomically(const std::string& path, const std::string& data, Replace how) {
   write_file_atomically(path, [&data](const std::function<void(std::string_view)>& sink) { sink(data); }, how);
 }
@@ -16,39 +85,36 @@ void write_file_atomically(const std::string& path, const std::string& data, Rep
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::function<void(std::string_view)>&)>& produce,
                            Replace how) {
-  // The pid keeps two processes writing into one folder (workers) apart.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  bool ok = true;
+  std::string tmp;
+  const int fd = create_fresh_file(folder_of(path), name_of(path) + ".tmp", &tmp);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   int err = 0;
+  std::string pending;
+  auto flush = [&] {
+    if (err == 0 && !write_all(fd, pending)) err = errno;
+    pending.clear();
+  };
   try {
     produce([&](std::string_view piece) {
-      if (ok && std::fwrite(piece.data(), 1, piece.size(), f) != piece.size()) {
-        ok = false;
-        err = errno;
+      if (err != 0) return;
+      if (pending.size() + piece.size() > kWriteBuffer) flush();
+      if (piece.size() >= kWriteBuffer) {
+        if (!write_all(fd, piece)) err = errno;
+      } else {
+        pending.append(piece);
       }
     });
+    flush();
   } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
+    ::close(fd);
+    ::unlink(tmp.c_str());
     throw;
   }
-  if (ok && std::fflush(f) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (ok && how == Replace::kRemoveOldFirst && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok) err = errno;
-    std::remove(tmp.c_str());
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && how == Replace::kRemoveOldFirst && ::unlink(path.c_str()) != 0 && errno != ENOENT) err = errno;
+  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
 }

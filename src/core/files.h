@@ -22,9 +22,12 @@ enum class Replace {
 };
 
 // Writes `data` to `path`: a temporary file in the same folder, then
-// rename, so a reader (or a crash) never sees half a file. Throws
-// std::runtime_error with a one-line message ("cannot write PATH: why") and
-// leaves no temporary file behind.
+// rename, so a reader (or a crash) never sees half a file. The temporary
+// file has a fresh, unpredictable name and is created with O_EXCL|O_NOFOLLOW,
+// and the rename replaces whatever `path` was (a symlink included) without
+// following it: no name planted in a shared folder can redirect the write.
+// Throws std::runtime_error with a one-line message ("cannot write PATH:
+// why") and leaves no temporary file behind.
 void write_file_atomically(const std::string& path, const std::string& data, Replace how = Replace::kAtomically);
 
 // The same for a file produced in pieces: `produce` is called with a sink
@@ -33,6 +36,12 @@ void write_file_atomically(const std::string& path, const std::string& data, Rep
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::function<void(std::string_view)>&)>& produce,
                            Replace how = Replace::kAtomically);
+
+// Creates a file of a fresh, unpredictable name "DIR/.PREFIX-XXXXXXXXXXXX"
+// with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC (mode 0666 less the umask, as
+// fopen would). Returns the descriptor and sets *name, or returns -1 with
+// errno set.
+int create_fresh_file(const std::string& dir, const std::string& prefix, std::string* name);
 
 // What is left to read of `f` (a pipe too: in pieces), and whether it was
 // read without error. Does not close f.

@@ -1,6 +1,7 @@
 #include "report/output_dir.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +9,12 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
+
+#include "core/files.h"
 
 namespace torchneck {
 
@@ -41,17 +46,46 @@ std::string normal_absolute(const std::string& path) {
   return without_trailing_slash(fs::absolute(fs::path(path)).lexically_normal().string());
 }
 
-// Writes and removes a probe file: a folder can exist and still refuse
-// files (read-only mount, permissions, quota). Returns errno, 0 if fine.
+// Writes and removes a probe file of a fresh name (core/files.h): a folder
+// can exist and still refuse files (read-only mount, permissions, quota).
+// Returns errno, 0 if fine.
 int probe_write(const std::string& dir) {
-  const std::string probe = dir + "/.torchneck-write-test-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string probe;
+  const int fd = create_fresh_file(dir, "torchneck-write-test", &probe);
   if (fd < 0) return errno;
   int err = 0;
   if (::write(fd, "ok", 2) != 2) err = errno != 0 ? errno : EIO;
   if (::close(fd) != 0 && err == 0) err = errno;
   ::unlink(probe.c_str());
   return err;
+}
+
+// The output folders this process holds locked, by absolute path: a
+// process that prepares the same folder twice (a report written again) is
+// not refused by its own lock.
+std::mutex held_mutex;
+std::map<std::string, int>& held_locks() {
+  static auto* held = new std::map<std::string, int>();  // never destroyed: the locks last until exit
+  return *held;
+}
+
+// Takes an exclusive flock(2) on the folder itself, held until the process
+// ends (its forked children share it; exec'd ones do not inherit the
+// descriptor). Returns 0, EWOULDBLOCK when another process holds it, or
+// errno. A file system without flock on folders leaves the folder unlocked.
+int lock_folder(const std::string& dir) {
+  std::lock_guard<std::mutex> hold(held_mutex);
+  if (held_locks().count(dir) != 0) return 0;
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return err;
+    return 0;  // ENOLCK, EBADF (NFS emulates flock with byte-range locks, which need a file open for writing)
+  }
+  held_locks()[dir] = fd;
+  return 0;
 }
 
 }  // namespace
@@ -106,6 +140,10 @@ PreparedDir prepare_output_dir(const std::string& requested, const std::string& 
     out.created.push_back(p.string());
   }
   if (const int err = probe_write(out.absolute); err != 0) fail(std::strerror(err));
+  if (const int err = lock_folder(out.absolute); err == EWOULDBLOCK)
+    fail("another torchneck command is writing into it; give another folder with -o, or none for a new one");
+  else if (err != 0)
+    fail(std::strerror(err));
   return out;
 }
 

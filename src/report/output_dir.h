@@ -30,11 +30,12 @@ std::string output_stem(const std::string& target);
 std::string default_output_dir(const std::string& target);
 
 // Creates REQUESTED (or, if empty, default_output_dir(TARGET)) and the
-// folders above it, and writes and removes a probe file in it, before the
-// command does any work: an unwritable folder is then an invocation error
-// rather than a report lost after a long run. Throws std::runtime_error
-// "cannot write the report to DIR: why" (DIR as given), having removed the
-// folders it made.
+// folders above it, writes and removes a probe file in it, and locks it for
+// this process (flock on the folder, held until the process ends), before
+// the command does any work: an unwritable folder, or one another process
+// is writing into, is then an invocation error rather than a report lost
+// after a long run. Throws std::runtime_error "cannot write the report to
+// DIR: why" (DIR as given), having removed the folders it made.
 PreparedDir prepare_output_dir(const std::string& requested, const std::string& target);
 
 // Removes CREATED's folders, innermost first, while they are empty: for a
