@@ -444,21 +444,27 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
     appendf(out, "  %llu operator events beyond the timeline window were aggregated but not kept.\n",
             static_cast<unsigned long long>(run.dropped_events));
   for (const auto& n : run.notes) out += "  " + n + "\n";
-  if (!o.output_dir.empty()) {
-    section(out, "Files");
-    const char* d = o.output_dir.c_str();
-    // The one to open first, then the ones for other tools; how to open each.
-    auto file = [&](const char* name, const std::string& how) {
-      appendf(out, "  %s/%-24s %s\n", d, name, how.c_str());
-    };
-    file("report.html", "open in a browser (one self-contained page, works offline)");
-    file("trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing");
-    file("stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg");
-    file("profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app");
-    file("profile.json", "machine-readable profile (schema torchneck.profile/2)");
-    if (run.run.python_mode == PythonMode::kTrace) file("python.pstats", "python3 -m pstats FILE (or snakeviz FILE)");
-    file("report.txt", "this report");
-  }
+  return out;
+}
+
+std::string files_section(const std::string& dir, const std::vector<std::string>& names,
+                          const std::vector<std::string>& failed) {
+  // The one to open first, then the ones for other tools; how to open each.
+  static const std::pair<const char*, const char*> kHowToOpen[] = {
+      {"report.html", "open in a browser (one self-contained page, works offline)"},
+      {"trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing"},
+      {"stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg"},
+      {"profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app"},
+      {"profile.json", "machine-readable profile (schema torchneck.profile/2)"},
+      {"python.pstats", "python3 -m pstats FILE (or snakeviz FILE)"},
+      {"report.txt", "this report"},
+  };
+  std::string out;
+  section(out, "Files");
+  for (const auto& [name, how] : kHowToOpen)
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      appendf(out, "  %s/%-24s %s\n", dir.c_str(), name, how);
+  for (const auto& f : failed) appendf(out, "  not written: %s\n", f.c_str());
   return out;
 }
 

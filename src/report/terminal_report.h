@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analyze/analysis.h"
 #include "model/run.h"
@@ -10,12 +11,19 @@
 namespace torchneck {
 
 struct TerminalReportOptions {
-  std::string output_dir;  // printed at the end with the files written there
-  std::string cwd;         // file paths under it are shown relative
+  std::string cwd;  // file paths under it are shown relative
 };
 
+// The report, without its "Files" section (files_section: it lists only
+// the files that were written, so it is added once they are).
 std::string terminal_report(const Run& run, const Analysis& analysis,
                             const TerminalReportOptions& options);
+
+// The report's last section: each of NAMES (files written into DIR, as
+// "report.html") with how to open it, in the order a user opens them, and
+// a line for each of FAILED ("trace.json: No space left on device").
+std::string files_section(const std::string& dir, const std::vector<std::string>& names,
+                          const std::vector<std::string>& failed);
 
 // "train.py:12(step)" or "{built-in method builtins.len}", as pstats prints.
 std::string pstats_label(const PyFunctionStats& f, const std::string& cwd);

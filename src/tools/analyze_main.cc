@@ -255,25 +255,21 @@ int run(int argc, char** argv) {
     out.rank_clock = rank_clock;
   }
   // The other files wait for the GPU findings: written on a second thread
-  // once the GPU analyses are in, while this one writes trace.json. The two
-  // share `analysis` but not its members: trace.json reads only `steps`.
-  OutputOptions rest_out = out;
-  rest_out.write_trace = false;
-  auto rest = std::async(std::launch::async, [&]() -> std::pair<std::string, std::string> {
+  // once the GPU analyses are in, while this one writes trace.json; then
+  // report.txt, whose Files section names what both wrote. The two share
+  // `analysis` but not its members: trace.json reads only `steps`.
+  WrittenFiles rest_written;
+  auto rest = std::async(std::launch::async, [&]() -> std::string {
     add_gpu_reports(analysis, gpu_reports.get());  // the first rank's GPU findings combined with the CPU side's
-    std::string error;
-    std::string text = write_analysed(run, analysis, rest_out, &error);
-    return {std::move(text), std::move(error)};
+    return write_report_files(run, analysis, out, rest_written);
   });
-  std::string trace_error;
-  try {
-    write_trace_json(run, analysis, out);
-  } catch (const std::runtime_error& e) {
-    trace_error = e.what();  // said after the report, as for the other files
-  }
+  WrittenFiles written;
+  written.attempt("trace.json", [&] { write_trace_json(run, analysis, out); });
   phase("trace.json");
-  auto [text, error] = rest.get();
-  if (error.empty()) error = trace_error;
+  std::string text = rest.get();
+  written.add(rest_written);
+  std::string error;
+  text = finish_report_txt(std::move(text), out, written, &error);
   phase("other files (waited for)");
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);

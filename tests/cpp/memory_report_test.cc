@@ -60,7 +60,7 @@ TEST(MemoryReport, TerminalLineProfileJsonAndTraceTracks) {
   const Analysis a = analyze(run, SummaryOptions{});
   ASSERT_GE(a.steps.steps.size(), 39u);
   // THEN the terminal report has the memory and GC lines, and both findings
-  const std::string text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  const std::string text = terminal_report(run, a, TerminalReportOptions{""});
   EXPECT_NE(text.find("Memory: resident "), std::string::npos) << text;
   EXPECT_NE(text.find("MiB per step, line fit R^2 1.00"), std::string::npos) << text;
   EXPECT_NE(text.find("  torch's CPU allocator: "), std::string::npos) << text;

@@ -83,7 +83,7 @@ TEST(NvmlReport, TerminalLineProfileJsonAndTraceCounters) {
   const torchneck::Run run = gpu_run();
   const Analysis a = analyze(run, SummaryOptions{});
   // THEN the terminal report has one line per GPU
-  const std::string text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  const std::string text = terminal_report(run, a, TerminalReportOptions{""});
   char want[200];
   std::snprintf(want, sizeof want,
                 "GPU 0 (NVIDIA H200): utilisation mean %.0f %% (steady steps 80 %%), peak memory 10240 MiB of "
@@ -153,7 +153,7 @@ TEST(NvmlReport, ARunWithoutNvmlShowsNoGpu) {
   const Analysis a = analyze(run, SummaryOptions{});
   // THEN no report shows a GPU
   EXPECT_FALSE(a.nvml.sampled);
-  EXPECT_EQ(terminal_report(run, a, TerminalReportOptions{"", ""}).find("GPU 0"), std::string::npos);
+  EXPECT_EQ(terminal_report(run, a, TerminalReportOptions{""}).find("GPU 0"), std::string::npos);
   const json p = json::parse(profile_json(run, a));
   EXPECT_FALSE(p["nvml"]["sampled"]);
   EXPECT_TRUE(p["nvml"]["devices"].empty());

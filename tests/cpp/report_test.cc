@@ -146,7 +146,7 @@ TEST(PstatsWriter, EncodesCProfileDictInMarshalFormat) {
 
 TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
   const torchneck::Run run = sample_run();
-  const std::string text = terminal_report(run, analyze(run, SummaryOptions{}), TerminalReportOptions{"out", "/home/u"});
+  const std::string text = terminal_report(run, analyze(run, SummaryOptions{}), TerminalReportOptions{"/home/u"});
   EXPECT_NE(text.find("ncalls    tottime    percall    cumtime    percall"), std::string::npos);
   EXPECT_NE(text.find("3/2"), std::string::npos);  // recursive: total/primitive
   EXPECT_NE(text.find("train.py:12(step)"), std::string::npos);
@@ -154,7 +154,15 @@ TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
   EXPECT_NE(text.find("aten::addmm"), std::string::npos);
   EXPECT_NE(text.find("60.0%"), std::string::npos);  // 6 of 10 ms operator self time
   EXPECT_NE(text.find("AddmmBackward0"), std::string::npos);
+}
+
+TEST(TerminalReport, FilesSectionNamesOnlyWhatWasWrittenAndWhatFailed) {
+  const std::string text = files_section("out", {"python.pstats", "report.html"}, {"trace.json: No space left on device"});
   EXPECT_NE(text.find("out/python.pstats"), std::string::npos);
+  EXPECT_LT(text.find("out/report.html"), text.find("out/python.pstats"));  // the one to open first
+  EXPECT_EQ(text.find("out/trace.json"), std::string::npos);
+  EXPECT_EQ(text.find("out/report.txt"), std::string::npos);
+  EXPECT_NE(text.find("not written: trace.json: No space left on device"), std::string::npos);
 }
 
 }  // namespace
@@ -177,13 +185,13 @@ TEST(TerminalReport, ModulesNeverCalledInTrainingAreNotTopLayers) {
   copy.name = "RNNModel#2.decoder";
   a.layers.layers = {called, copy};
   // THEN the table lists the called one only
-  std::string text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  std::string text = terminal_report(run, a, TerminalReportOptions{""});
   EXPECT_NE(text.find("Layers, top 10"), std::string::npos) << text;
   EXPECT_NE(text.find("RNNModel#1.decoder"), std::string::npos) << text;
   EXPECT_EQ(text.find("RNNModel#2.decoder"), std::string::npos) << text;
   // AND with no module called, no table at all
   a.layers.layers = {copy};
-  text = terminal_report(run, a, TerminalReportOptions{"", ""});
+  text = terminal_report(run, a, TerminalReportOptions{""});
   EXPECT_EQ(text.find("Layers, top 10"), std::string::npos) << text;
 }
 
