@@ -5,6 +5,7 @@
 
 #include "report/appendf.h"
 #include "report/json_writer.h"
+#include "report/printable.h"
 #include "report/web_assets.h"
 
 namespace torchneck::compare {
@@ -38,9 +39,11 @@ std::string measured_vs_estimate(const RunDiff& d, const FindingChange& f) {
   return s + ", measured " + pct(d.change_pct);
 }
 
+// Markup characters as entities; controls, bidi controls and invalid UTF-8
+// as printable_text shows them, so that a name cannot reorder the page's text.
 std::string html_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : printable_text(s)) {
     if (c == '<') out += "&lt;";
     else if (c == '>') out += "&gt;";
     else if (c == '&') out += "&amp;";
@@ -180,7 +183,7 @@ std::string diff_text(const RunDiff& d) {
     out += "\nNotes\n";
     for (const std::string& n : d.notes) out += "  " + n + "\n";
   }
-  return out;
+  return printable_text(out);
 }
 
 std::string diff_json(const RunDiff& d) {
@@ -241,10 +244,12 @@ std::string diff_html(const RunDiff& d) {
   out += "table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid var(--line);"
          "text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>";
   out += "<h1>torchneck diff</h1>";
-  appendf(out, "<p class=\"muted\">before: %s (%s), %zu steady steps, %s a step</p>", html_escape(d.before.label).c_str(),
-          html_escape(d.before.script).c_str(), d.before_steps, ms(d.before_ms).c_str());
-  appendf(out, "<p class=\"muted\">after: %s (%s), %zu steady steps, %s a step</p>", html_escape(d.after.label).c_str(),
-          html_escape(d.after.script).c_str(), d.after_steps, ms(d.after_ms).c_str());
+  appendf(out, "<p class=\"muted\">before: <bdi>%s</bdi> (<bdi>%s</bdi>), %zu steady steps, %s a step</p>",
+          html_escape(d.before.label).c_str(), html_escape(d.before.script).c_str(), d.before_steps,
+          ms(d.before_ms).c_str());
+  appendf(out, "<p class=\"muted\">after: <bdi>%s</bdi> (<bdi>%s</bdi>), %zu steady steps, %s a step</p>",
+          html_escape(d.after.label).c_str(), html_escape(d.after.script).c_str(), d.after_steps,
+          ms(d.after_ms).c_str());
   out += "<div id=\"verdict\">" + html_escape(diff_verdict(d)) + "</div>";
   out += "<p class=\"muted\">" + html_escape(d.method) + "</p>";
   out += "<h2>Steady steps</h2>" + steps_svg(d);

@@ -22,6 +22,7 @@
 #include "core/files.h"
 #include "ingest/kineto_json.h"
 #include "report/output_dir.h"
+#include "report/printable.h"
 #include "tools/one_line_error.h"
 
 namespace {
@@ -218,7 +219,7 @@ int run(int argc, char** argv) {
     remove_created(dir.created);
     throw;
   }
-  const std::string& shown = dir.shown;
+  const std::string shown = printable_text(dir.shown);
   print_report(text + "\nFiles\n  " + shown + "/diff.html   open in a browser\n  " + shown +
                "/diff.json   machine-readable (schema " + kDiffSchema + ")\n  " + shown + "/diff.txt    this report\n");
   return a.fail_set ? gate_status(d, a.fail_pct) : 0;

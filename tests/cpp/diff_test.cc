@@ -174,6 +174,30 @@ TEST(Diff, TheGateCannotDecideOnTooFewSteps) {
   EXPECT_EQ(slower_gate(five, 10), Gate::kSlower);
 }
 
+TEST(DiffReport, NamesShowTheirControlsEscapedAndIsolated) {
+  // GIVEN runs whose label, script path and a Python function hold a screen
+  // clear, a terminal title and a right-to-left override
+  const std::string controls = "\x1b[2J\x1b]0;pwned\x07\xe2\x80\xae";
+  ProfileView b = view(steps(10, 100, 5, 11), 30), a = view(steps(10, 100, 5, 12), 30);
+  b.label = a.label = "run" + controls;
+  b.script = a.script = "/w" + controls + "/train.py";
+  b.python = a.python = {{"train.py(step" + controls + ")", 4.0}};
+  const RunDiff d = diff_profiles(b, a);
+  const std::string shown = "\\x1b[2J\\x1b]0;pwned\\x07\\u202e";
+  // THEN the text shows each control escaped and none raw
+  const std::string text = diff_text(d);
+  EXPECT_EQ(text.find_first_of("\x1b\x07"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << text;
+  EXPECT_NE(text.find("before: run" + shown + " (/w" + shown + "/train.py)"), std::string::npos) << text;
+  EXPECT_NE(text.find("train.py(step" + shown + ")"), std::string::npos) << text;
+  // AND the page too, each name in the header in its own <bdi>
+  const std::string html = diff_html(d);
+  EXPECT_EQ(html.find_first_of("\x1b\x07"), std::string::npos);
+  EXPECT_EQ(html.find("\xe2\x80\xae"), std::string::npos);
+  EXPECT_NE(html.find("before: <bdi>run" + shown + "</bdi> (<bdi>/w" + shown + "/train.py</bdi>)"), std::string::npos)
+      << html.substr(0, 2000);
+}
+
 TEST(ProfileView, ReadsAProfileAndRefusesOtherJson) {
   const std::string json = R"({"schema":"torchneck.profile/2","run":{"script":"/w/t.py","argv":["t.py","--x"]},
     "env":{"torch":"2.6.0"},
