@@ -1,7 +1,9 @@
 // torchneck report.html: draws the embedded profile (profile.json's schema)
 // and flame tree as DOM and SVG. Every string from the data goes in through
 // textContent or SVG text nodes, never as markup: a module or file name is
-// only ever text. No network, no library.
+// only ever text, its bidirectional controls shown rather than obeyed, and a
+// name set among the page's own words is isolated in a <bdi>. No network, no
+// library.
 (function () {
   'use strict';
   var SVGNS = 'http://www.w3.org/2000/svg';
@@ -9,17 +11,41 @@
   var PHASE_COLORS = { data: '#e74c3c', forward: '#3498db', backward: '#e67e22', optimizer: '#27ae60', evaluation: '#8e44ad', other: '#95a5a6' };
 
   // --- small helpers -------------------------------------------------------
+  // Bidirectional controls (as printable_text escapes them in report.txt) are
+  // shown as \u202e: an override in a name would otherwise run on past it and
+  // reverse the page's own words that follow, in a line or a tooltip alike.
+  var BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(s) {
+    return String(s).replace(BIDI_CONTROLS, function (c) {
+      return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4);
+    });
+  }
+  function textNode(s) { return document.createTextNode(shown(s)); }
+  function setText(node, s) { node.textContent = shown(s); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) setText(e, text);
     return e;
   }
   function svgEl(tag, attrs, text) {
     var e = document.createElementNS(SVGNS, tag);
     if (attrs) for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) e.setAttribute(k, String(attrs[k]));
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) setText(e, text);
     return e;
+  }
+  // A line of the page's own words with user text set in it (a path, an
+  // argument, a class name): parts joined by ' \u00b7 ', each a string or an
+  // array of strings and user(text) pieces. Each user piece goes in a <bdi>,
+  // so that whatever its direction it cannot reorder the words around it.
+  function user(s) { return { user: s }; }
+  function fillLine(node, parts) {
+    parts.forEach(function (part, i) {
+      if (i) node.appendChild(textNode(' \u00b7 '));
+      [].concat(part).forEach(function (piece) {
+        node.appendChild(piece !== null && typeof piece === 'object' ? el('bdi', null, piece.user) : textNode(piece));
+      });
+    });
   }
   function svgTitle(parent, text) { parent.appendChild(svgEl('title', null, text)); }
   function byId(id) { return document.getElementById(id); }
@@ -44,7 +70,7 @@
       var sw = el('span', 'sw');
       sw.style.background = it.color;
       s.appendChild(sw);
-      s.appendChild(document.createTextNode(it.label));
+      s.appendChild(textNode(it.label));
       lg.appendChild(s);
     });
     container.appendChild(lg);
@@ -60,14 +86,18 @@
   function renderHeader() {
     var run = P.run || {};
     var env = P.env || {};
-    if (run.script) document.title = 'torchneck: ' + run.script;
+    if (run.script) document.title = 'torchneck: ' + shown(run.script);
     var parts = [];
-    if (run.script !== undefined) parts.push('script ' + run.script);
-    if (run.argv && run.argv.length > 1) parts.push('args ' + run.argv.slice(1).join(' '));
+    if (run.script !== undefined) parts.push(['script ', user(run.script)]);
+    if (run.argv && run.argv.length > 1) {
+      var args = ['args'];
+      run.argv.slice(1).forEach(function (a) { args.push(' ', user(a)); });
+      parts.push(args);
+    }
     if (run.ending) parts.push('ended: ' + run.ending);
     if (run.wall_s !== undefined) parts.push('wall ' + fmt(run.wall_s) + ' s');
     if (run.python_mode) parts.push('python ' + run.python_mode + ' mode');
-    byId('run-line').textContent = parts.join(' \u00b7 ');
+    fillLine(byId('run-line'), parts);
     var e = [];
     if (env.python) e.push('Python ' + env.python);
     if (env.torch) e.push('torch ' + env.torch);
@@ -75,9 +105,9 @@
     if (env.torch_threads) e.push(env.torch_threads + ' torch threads');
     if (env.cuda) e.push('CUDA');
     (env.dataloaders || []).forEach(function (d) {
-      e.push('DataLoader(' + d.dataset + ', num_workers=' + d.num_workers + ', batch_size=' + d.batch_size + ')');
+      e.push(['DataLoader(', user(d.dataset), ', num_workers=' + d.num_workers + ', batch_size=' + d.batch_size + ')']);
     });
-    byId('env-line').textContent = e.join(' \u00b7 ');
+    fillLine(byId('env-line'), e);
   }
 
   function renderToc() {
@@ -92,7 +122,7 @@
   }
 
   function renderVerdict() {
-    byId('verdict').textContent = P.verdict || 'No verdict: the profile is empty.';
+    setText(byId('verdict'), P.verdict || 'No verdict: the profile is empty.');
     var box = byId('findings');
     var findings = P.findings || [];
     if (!findings.length) { empty(box, 'No findings.'); return; }
@@ -102,7 +132,7 @@
       var h = el('h4');
       var sev = String(f.severity || 'low');
       h.appendChild(el('span', 'badge ' + (sev === 'high' || sev === 'medium' ? sev : 'low'), sev));
-      h.appendChild(document.createTextNode(f.title || ''));
+      h.appendChild(textNode(f.title || ''));
       c.appendChild(h);
       if (f.evidence && f.evidence.length) {
         c.appendChild(el('div', 'muted', 'Evidence'));
@@ -113,7 +143,7 @@
       if (f.recommendation) c.appendChild(el('div', 'rec', f.recommendation));
       var g = el('p');
       if (f.estimated_gain_pct !== null && f.estimated_gain_pct !== undefined) {
-        g.appendChild(document.createTextNode('Estimated gain: '));
+        g.appendChild(textNode('Estimated gain: '));
         g.appendChild(el('span', 'gain', fmt(f.estimated_gain_pct, 0) + ' % of step time'));
       } else {
         g.textContent = 'Estimated gain: not backed by a measurement.';
@@ -225,7 +255,7 @@
     } else if (st.timeline_truncated) {
       line.push('later steps beyond the timeline window');
     }
-    byId('steps-line').textContent = line.join(' \u00b7 ');
+    setText(byId('steps-line'), line.join(' \u00b7 '));
     if (!per.length) { empty(box, 'No steps in the timeline.'); return; }
     stackedBars(box, per, {
       keys: PHASES, colors: PHASE_COLORS, unit: 'ms', median: st.median_ms,
@@ -316,7 +346,7 @@
       d.style.left = x + 'px';
       d.style.width = Math.max(w, 1) + 'px';
       d.style.top = row * ROW + 'px';
-      d.title = tip(n);
+      d.title = shown(tip(n));
       d.setAttribute('data-id', n._id);
       d.setAttribute('data-depth', n._depth);
       if (w < 18) d.textContent = '';
@@ -355,7 +385,7 @@
         });
         msg += counted.length + ' outermost matches, ' + fmt(100 * hit / num(FLAME.value), 1) + ' % of the time.';
       }
-      status.textContent = msg;
+      setText(status, msg);
     }
     search.addEventListener('input', function () { query = search.value.trim().toLowerCase(); draw(); });
     reset.addEventListener('click', function () { zoom = FLAME; draw(); });
@@ -497,7 +527,7 @@
     if (typeof g.achieved_occupancy === 'number') line.push('est. achieved occupancy ' + fmt(g.achieved_occupancy, 1) + ' %');
     var tb = g.temporal_breakdown;
     if (tb) line.push('idle ' + fmt(tb.idle_time_pctg, 1) + ' %, compute ' + fmt(tb.compute_time_pctg, 1) + ' %, non-compute ' + fmt(tb.non_compute_time_pctg, 1) + ' % (HTA)');
-    byId('gpu-line').textContent = line.join(' \u00b7 ');
+    setText(byId('gpu-line'), line.join(' \u00b7 '));
 
     // utilisation over time: a step area
     var ubox = byId('chart-gpu-util');
@@ -668,7 +698,7 @@
     if (ff) {
       var fl = byId('ranks-failure');
       fl.hidden = false;
-      fl.textContent = 'FAILED: ' + (ff.text || 'rank ' + ff.rank + ' failed first');
+      setText(fl, 'FAILED: ' + (ff.text || 'rank ' + ff.rank + ' failed first'));
     }
     var nameOf = function (r) { return named[r.rank] ? named[r.rank].join(', ') : ''; };
     var failedFirst = function (r) { return ff !== null && ff.rank === r.rank; };
@@ -678,7 +708,7 @@
     var line = [ranks.length + ' ranks'];
     if (typeof co.steps_compared === 'number') line.push('the mean of ' + co.steps_compared + ' steps steady on every rank');
     line.push('ms per step: wait is in collectives for the last rank to arrive, transfer after it, both where none of the rank\u2019s own work overlapped');
-    byId('ranks-line').textContent = line.join(' \u00b7 ');
+    setText(byId('ranks-line'), line.join(' \u00b7 '));
 
     var box = byId('chart-ranks');
     var W = widthOf(box), rowH = 24, labelW = 170, plotW = Math.max(W - labelW - 260, 60);
@@ -738,7 +768,7 @@
     var cl = [];
     if (typeof co.matched === 'number') cl.push(co.matched + ' collectives matched on every rank (the k-th of a name on each)');
     if (co.clock) cl.push('clock: ' + co.clock);
-    byId('collectives-line').textContent = cl.join(' \u00b7 ');
+    setText(byId('collectives-line'), cl.join(' \u00b7 '));
     var byName = Array.isArray(co.by_name) ? co.by_name : [];
     if (!byName.length) empty(byId('table-collectives'), 'No collective was recorded on every rank.');
     else table('table-collectives', [

@@ -43,6 +43,12 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
+std::string no_interval_reason(const RunDiff& d) {
+  if (std::min(d.before_steps, d.after_steps) >= kMinSteps) return "the steady steps before took no time";
+  return "too few steady steps: " + std::to_string(d.before_steps) + " before, " + std::to_string(d.after_steps) +
+         " after (an interval needs " + std::to_string(kMinSteps) + " in each)";
+}
+
 const char* state_name(FindingState s) {
   switch (s) {
     case FindingState::kResolved: return "resolved";
@@ -52,7 +58,10 @@ const char* state_name(FindingState s) {
   return "kept";
 }
 
-bool slower_than(const RunDiff& d, double pct) { return d.significant && d.change_pct > pct && d.ci95_pct.low > 0; }
+Gate slower_gate(const RunDiff& d, double pct) {
+  if (!d.ci95_pct) return Gate::kUndecided;
+  return d.significant && d.change_pct > pct && d.ci95_pct->low > 0 ? Gate::kSlower : Gate::kPass;
+}
 
 RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& options) {
   RunDiff d;
@@ -73,17 +82,16 @@ RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& 
   d.after_ms = mean_of(a.steady_ms);
   const size_t n = std::min(d.before_steps, d.after_steps);
   d.block_length = block_length_for(n);
-  d.method = "moving-block bootstrap of the steady steps' mean step time, " + std::to_string(options.resamples) +
-             " resamples of blocks of " + std::to_string(d.block_length) +
-             " consecutive steps in each run, 2.5th-97.5th percentile, expanded for few steps";
   if (d.before_ms > 0) d.change_pct = 100.0 * (d.after_ms / d.before_ms - 1.0);
   if (n >= kMinSteps && d.before_ms > 0) {
+    d.method = "moving-block bootstrap of the steady steps' mean step time, " + std::to_string(options.resamples) +
+               " resamples of blocks of " + std::to_string(d.block_length) +
+               " consecutive steps in each run, 2.5th-97.5th percentile, expanded for few steps";
     d.ci95_pct = bootstrap_change_ci(b.steady_ms, a.steady_ms, d.block_length, options.resamples, options.seed);
-    d.significant = (d.ci95_pct.low > 0 || d.ci95_pct.high < 0) && std::fabs(d.change_pct) >= d.noise_floor_pct;
+    d.significant = (d.ci95_pct->low > 0 || d.ci95_pct->high < 0) && std::fabs(d.change_pct) >= d.noise_floor_pct;
   } else {
-    d.ci95_pct = {d.change_pct, d.change_pct};
-    d.notes.push_back("only " + std::to_string(n) + " steady step(s) in a run (" + std::to_string(kMinSteps) +
-                      " needed): no interval, nothing called significant");
+    d.method = "none, " + no_interval_reason(d);
+    d.notes.push_back(no_interval_reason(d) + ": no interval, nothing called significant");
   }
 
   std::vector<Row> pb, pa;
@@ -128,7 +136,7 @@ RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& 
   // A finding that came or went while the step time did not move: its
   // measure likely sits near its threshold in both runs (two runs of one
   // setting can do this), not a fix or a regression.
-  if (!d.significant && n >= kMinSteps)
+  if (!d.significant && d.ci95_pct)
     for (const FindingChange& c : d.findings)
       if (c.state != FindingState::kKept)
         d.notes.push_back(c.id + " is " + state_name(c.state) +

@@ -63,11 +63,13 @@ struct RunDiff {
   size_t before_steps = 0, after_steps = 0;  // steady steps sampled
   double before_ms = 0, after_ms = 0;        // their mean
   double change_pct = 0;                     // after / before - 1, in %: negative when faster
-  Interval ci95_pct;                         // of change_pct
+  // Of change_pct; none when a run has fewer than kMinSteps steady steps
+  // (then nothing is significant and the gate cannot decide).
+  std::optional<Interval> ci95_pct;
   int block_length = 1;                      // the bootstrap's blocks, in steps
   bool significant = false;                  // the interval excludes 0 and the change passes the floor
   double noise_floor_pct = kDefaultNoiseFloorPct;
-  std::string method;                        // how the interval was drawn, one line
+  std::string method;                        // how the interval was drawn (or why there is none), one line
   std::vector<Mover> phases;                 // every phase, largest |delta| first
   std::vector<Mover> layers, ops, python;    // the top movers
   std::vector<FindingChange> findings;       // resolved, new, kept
@@ -76,9 +78,15 @@ struct RunDiff {
 
 RunDiff diff_profiles(ProfileView before, ProfileView after, const DiffOptions& options = {});
 
-// `--fail-if-slower PCT`: the run got slower by more than PCT and the
-// slowdown is significant (outside the noise).
-bool slower_than(const RunDiff& d, double pct);
+// `--fail-if-slower PCT`'s answer. kSlower: the run got slower by more than
+// PCT and the slowdown is significant (outside the noise); kUndecided: there
+// is no interval (too few steady steps), so no change can be told from noise.
+enum class Gate { kPass, kSlower, kUndecided };
+Gate slower_gate(const RunDiff& d, double pct);
+
+// Why `d` has no interval, in words: "too few steady steps: 3 before, 2
+// after (an interval needs 5 in each)".
+std::string no_interval_reason(const RunDiff& d);
 
 const char* state_name(FindingState s);
 

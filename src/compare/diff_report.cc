@@ -5,6 +5,7 @@
 
 #include "report/appendf.h"
 #include "report/json_writer.h"
+#include "report/printable.h"
 #include "report/web_assets.h"
 
 namespace torchneck::compare {
@@ -38,9 +39,11 @@ std::string measured_vs_estimate(const RunDiff& d, const FindingChange& f) {
   return s + ", measured " + pct(d.change_pct);
 }
 
+// Markup characters as entities; controls, bidi controls and invalid UTF-8
+// as printable_text shows them, so that a name cannot reorder the page's text.
 std::string html_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  for (char c : printable_text(s)) {
     if (c == '<') out += "&lt;";
     else if (c == '>') out += "&gt;";
     else if (c == '&') out += "&amp;";
@@ -134,17 +137,21 @@ std::string steps_svg(const RunDiff& d) {
 
 std::string diff_verdict(const RunDiff& d) {
   std::string s;
+  if (!d.ci95_pct)
+    return "Cannot tell a change from noise: the step time moved " + pct(d.change_pct) + ", with " +
+           no_interval_reason(d) + ".";
+  const Interval& ci = *d.ci95_pct;
   if (!d.significant) {
     appendf(s, "No significant change: the step time moved %s (95 %% interval %s .. %s)", pct(d.change_pct).c_str(),
-            pct(d.ci95_pct.low).c_str(), pct(d.ci95_pct.high).c_str());
-    if (std::fabs(d.change_pct) < d.noise_floor_pct && (d.ci95_pct.low > 0 || d.ci95_pct.high < 0))
+            pct(ci.low).c_str(), pct(ci.high).c_str());
+    if (std::fabs(d.change_pct) < d.noise_floor_pct && (ci.low > 0 || ci.high < 0))
       appendf(s, ", below the %g %% noise floor (two runs of one script differ by as much on a drifting machine)",
               d.noise_floor_pct);
     return s + ".";
   }
   appendf(s, "%s: the step takes %s instead of %s, %s (95 %% interval %s .. %s)",
           d.change_pct < 0 ? "Faster" : "Slower", ms(d.after_ms).c_str(), ms(d.before_ms).c_str(),
-          pct(d.change_pct).c_str(), pct(d.ci95_pct.low).c_str(), pct(d.ci95_pct.high).c_str());
+          pct(d.change_pct).c_str(), pct(ci.low).c_str(), pct(ci.high).c_str());
   if (const Mover* p = top_phase(d); p != nullptr && p->delta_ms != 0)
     s += "; the " + p->name + " phase moved most (" + signed_ms(p->delta_ms) + " of " +
          signed_ms(d.after_ms - d.before_ms) + " per step)";
@@ -176,7 +183,7 @@ std::string diff_text(const RunDiff& d) {
     out += "\nNotes\n";
     for (const std::string& n : d.notes) out += "  " + n + "\n";
   }
-  return out;
+  return printable_text(out);
 }
 
 std::string diff_json(const RunDiff& d) {
@@ -187,11 +194,13 @@ std::string diff_json(const RunDiff& d) {
   write_side(w, "after", d.after, d.after_steps, d.after_ms);
   w.field("same_script", d.same_script);
   w.field("step_change_pct", d.change_pct);
-  w.key("ci95_pct").begin_array().value(d.ci95_pct.low).value(d.ci95_pct.high).end_array();
+  w.key("ci95_pct");
+  d.ci95_pct ? w.begin_array().value(d.ci95_pct->low).value(d.ci95_pct->high).end_array() : w.null();
   w.field("significant", d.significant);
   w.field("floor_pct", d.noise_floor_pct);
   w.field("method", d.method);
-  w.field("block_length", static_cast<int64_t>(d.block_length));
+  w.key("block_length");
+  d.ci95_pct ? w.value(static_cast<int64_t>(d.block_length)) : w.null();
   w.field("verdict", diff_verdict(d));
   write_movers(w, "phases", d.phases);
   write_movers(w, "layers", d.layers);
@@ -235,10 +244,12 @@ std::string diff_html(const RunDiff& d) {
   out += "table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid var(--line);"
          "text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>";
   out += "<h1>torchneck diff</h1>";
-  appendf(out, "<p class=\"muted\">before: %s (%s), %zu steady steps, %s a step</p>", html_escape(d.before.label).c_str(),
-          html_escape(d.before.script).c_str(), d.before_steps, ms(d.before_ms).c_str());
-  appendf(out, "<p class=\"muted\">after: %s (%s), %zu steady steps, %s a step</p>", html_escape(d.after.label).c_str(),
-          html_escape(d.after.script).c_str(), d.after_steps, ms(d.after_ms).c_str());
+  appendf(out, "<p class=\"muted\">before: <bdi>%s</bdi> (<bdi>%s</bdi>), %zu steady steps, %s a step</p>",
+          html_escape(d.before.label).c_str(), html_escape(d.before.script).c_str(), d.before_steps,
+          ms(d.before_ms).c_str());
+  appendf(out, "<p class=\"muted\">after: <bdi>%s</bdi> (<bdi>%s</bdi>), %zu steady steps, %s a step</p>",
+          html_escape(d.after.label).c_str(), html_escape(d.after.script).c_str(), d.after_steps,
+          ms(d.after_ms).c_str());
   out += "<div id=\"verdict\">" + html_escape(diff_verdict(d)) + "</div>";
   out += "<p class=\"muted\">" + html_escape(d.method) + "</p>";
   out += "<h2>Steady steps</h2>" + steps_svg(d);

@@ -2,8 +2,10 @@
 // (docs/diff.md). BEFORE and AFTER are run or analyze folders (their
 // profile.json), profile.json files, or Kineto traces (analysed first, as
 // `torchneck analyze` would). No Python, no torch.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,8 +19,10 @@
 #include "compare/diff_report.h"
 #include "compare/profile_view.h"
 #include "compare/trace_profile.h"
+#include "core/files.h"
 #include "ingest/kineto_json.h"
 #include "report/output_dir.h"
+#include "report/printable.h"
 #include "tools/one_line_error.h"
 
 namespace {
@@ -40,11 +44,16 @@ constexpr const char* kUsage =
     "                          (default: torchneck-out/diff-<date>-<time>)\n"
     "  --top N                 rows per table of movers (default 10)\n"
     "  --fail-if-slower PCT    exit 1 when AFTER is slower by more than PCT %\n"
-    "                          and the slowdown is outside the noise (for CI)\n"
+    "                          and the slowdown is outside the noise (for CI);\n"
+    "                          exit 3 when a run has too few steps to tell\n"
     "  --noise-floor PCT       call no change smaller than PCT % significant\n"
     "                          (default 5: runs of one script drift that much)\n"
     "  --different-scripts     compare runs of two different scripts\n"
     "  -h, --help              show this help\n";
+
+// --fail-if-slower's exit statuses; 0 is a pass and 2 bad usage or input.
+constexpr int kExitSlower = 1;
+constexpr int kExitUndecided = 3;
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -165,10 +174,28 @@ ProfileView load(const std::string& path) {
   return read_profile(profile_json_of_traces(path), path);
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
+// The report on stdout, or one line saying why it could not be (a full disk
+// behind a redirection); the files are written by then.
+void print_report(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw std::runtime_error(std::string("cannot write the report to stdout: ") + std::strerror(errno));
+}
+
+// `--fail-if-slower PCT`'s answer as an exit status, with its one line on stderr.
+int gate_status(const RunDiff& d, double pct) {
+  switch (slower_gate(d, pct)) {
+    case Gate::kPass: return 0;
+    case Gate::kSlower:
+      std::fprintf(stderr,
+                   "torchneck: slower by %.1f %% (95 %% interval %.1f .. %.1f %%), more than --fail-if-slower %g %%\n",
+                   d.change_pct, d.ci95_pct->low, d.ci95_pct->high, pct);
+      return kExitSlower;
+    case Gate::kUndecided:
+      std::fprintf(stderr, "torchneck: --fail-if-slower %g %% cannot decide: %s\n", pct, no_interval_reason(d).c_str());
+      return kExitUndecided;
+  }
+  return kExitUndecided;
 }
 
 int run(int argc, char** argv) {
@@ -185,24 +212,17 @@ int run(int argc, char** argv) {
   const PreparedDir dir = prepare_output_dir(a.out, "diff");
   const std::string text = diff_text(d);
   try {
-    write_file(dir.absolute + "/diff.json", diff_json(d));
-    write_file(dir.absolute + "/diff.html", diff_html(d));
-    write_file(dir.absolute + "/diff.txt", text);
+    write_file_atomically(dir.absolute + "/diff.json", diff_json(d));
+    write_file_atomically(dir.absolute + "/diff.html", diff_html(d));
+    write_file_atomically(dir.absolute + "/diff.txt", text);
   } catch (...) {
     remove_created(dir.created);
     throw;
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::printf("\nFiles\n  %s/diff.html   open in a browser\n  %s/diff.json   machine-readable (schema %s)\n"
-              "  %s/diff.txt    this report\n",
-              dir.shown.c_str(), dir.shown.c_str(), kDiffSchema, dir.shown.c_str());
-  if (a.fail_set && slower_than(d, a.fail_pct)) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "torchneck: slower by %.1f %% (95 %% interval %.1f .. %.1f %%), more than --fail-if-slower %g %%\n",
-                 d.change_pct, d.ci95_pct.low, d.ci95_pct.high, a.fail_pct);
-    return 1;
-  }
-  return 0;
+  const std::string shown = printable_text(dir.shown);
+  print_report(text + "\nFiles\n  " + shown + "/diff.html   open in a browser\n  " + shown +
+               "/diff.json   machine-readable (schema " + kDiffSchema + ")\n  " + shown + "/diff.txt    this report\n");
+  return a.fail_set ? gate_status(d, a.fail_pct) : 0;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // torchneck diff on hand-built profiles whose answer is known by
 // construction: the interval of a planted change, no change between two
-// samples of one distribution, movers, findings resolved / new / kept, the
-// regression gate, and profile.json read back.
+// samples of one distribution, no interval from too few steps, movers,
+// findings resolved / new / kept, the regression gate, and profile.json read
+// back.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <random>
@@ -47,9 +49,10 @@ TEST(Diff, APlantedSpeedUpLiesInsideItsInterval) {
   // THEN the change is the samples' ratio, -30 % give or take, inside a
   // significant interval that excludes 0
   EXPECT_NEAR(d.change_pct, -30, 4);
-  EXPECT_LT(d.ci95_pct.low, d.change_pct);
-  EXPECT_GT(d.ci95_pct.high, d.change_pct);
-  EXPECT_LT(d.ci95_pct.high, 0);
+  ASSERT_TRUE(d.ci95_pct.has_value());
+  EXPECT_LT(d.ci95_pct->low, d.change_pct);
+  EXPECT_GT(d.ci95_pct->high, d.change_pct);
+  EXPECT_LT(d.ci95_pct->high, 0);
   EXPECT_TRUE(d.significant);
   // AND the data phase moved most
   ASSERT_FALSE(d.phases.empty());
@@ -70,7 +73,7 @@ TEST(Diff, APlantedSpeedUpLiesInsideItsInterval) {
   EXPECT_NE(text.find("estimated -35.0 %, measured by --try -31.0 %, measured -"), std::string::npos) << text;
   EXPECT_EQ(diff_verdict(d).rfind("Faster: ", 0), 0u) << diff_verdict(d);
   // AND it is no regression
-  EXPECT_FALSE(slower_than(d, 0));
+  EXPECT_EQ(slower_gate(d, 0), Gate::kPass);
 }
 
 TEST(Diff, TwoSamplesOfOneDistributionAreRarelyAChange) {
@@ -80,7 +83,7 @@ TEST(Diff, TwoSamplesOfOneDistributionAreRarelyAChange) {
   for (uint64_t k = 0; k < 200; ++k) {
     const RunDiff d = diff_profiles(view(steps(40, 100, 15, 100 + 2 * k), 30), view(steps(40, 100, 15, 101 + 2 * k), 30));
     significant += d.significant;
-    covered += d.ci95_pct.low <= 0 && 0 <= d.ci95_pct.high;
+    covered += d.ci95_pct && d.ci95_pct->low <= 0 && 0 <= d.ci95_pct->high;
   }
   // THEN the interval covers the true change, 0, near 95 % of the time
   // (the percentile bootstrap is a little short on 40 steps), and few
@@ -128,15 +131,71 @@ TEST(Diff, ATrendInsideARunWidensTheInterval) {
 TEST(Diff, ASlowdownBeyondThePercentageFailsTheGate) {
   const RunDiff d = diff_profiles(view(steps(50, 100, 5, 3), 30), view(steps(50, 120, 5, 4), 30));
   EXPECT_TRUE(d.significant);
-  EXPECT_TRUE(slower_than(d, 10));
-  EXPECT_FALSE(slower_than(d, 30));
+  EXPECT_EQ(slower_gate(d, 10), Gate::kSlower);
+  EXPECT_EQ(slower_gate(d, 30), Gate::kPass);
 }
 
-TEST(Diff, TooFewStepsCallNothing) {
-  const RunDiff d = diff_profiles(view({100, 100, 100}, 30), view({50, 50, 50}, 30));
+TEST(Diff, TooFewStepsGiveNoIntervalAnywhere) {
+  // GIVEN 3 steady steps a side (kMinSteps is 5), AFTER 66 times slower
+  const RunDiff d = diff_profiles(view({3, 3, 3}, 1), view({198, 200, 202}, 1));
+  // THEN the change is the means' ratio, nothing is called significant
+  EXPECT_NEAR(d.change_pct, 100 * (200.0 / 3 - 1), 1e-6);
   EXPECT_FALSE(d.significant);
-  ASSERT_FALSE(d.notes.empty());
-  EXPECT_NE(d.notes.back().find("only 3 steady step(s)"), std::string::npos);
+  // AND no interval is printed or written: the text says why, diff.json has
+  // null for the interval and its block
+  const std::string text = diff_text(d);
+  EXPECT_EQ(text.find("95 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("too few steady steps: 3 before, 3 after (an interval needs 5 in each)"), std::string::npos)
+      << text;
+  const auto json = nlohmann::json::parse(diff_json(d));
+  EXPECT_TRUE(json["ci95_pct"].is_null()) << json["ci95_pct"];
+  EXPECT_TRUE(json["block_length"].is_null()) << json["block_length"];
+  EXPECT_FALSE(json["significant"].get<bool>());
+  EXPECT_EQ(json["verdict"].get<std::string>().find("95 %"), std::string::npos) << json["verdict"];
+  EXPECT_EQ(diff_html(d).find("95 %"), std::string::npos);
+}
+
+TEST(Diff, TheGateCannotDecideOnTooFewSteps) {
+  // GIVEN AFTER 66 times slower, with fewer than 5 steady steps on one side
+  // or both, then with 5 on each
+  const std::vector<double> few_fast(4, 3), few_slow(4, 200);
+  const std::vector<double> many_fast = steps(60, 3, 0.1, 5), many_slow = steps(60, 200, 5, 6);
+  for (const auto& [before, after] : {std::pair{few_fast, few_slow}, std::pair{many_fast, few_slow},
+                                      std::pair{few_fast, many_slow}}) {
+    const RunDiff d = diff_profiles(view(before, 1), view(after, 1));
+    // THEN the gate cannot decide (and says why), with no interval
+    EXPECT_FALSE(d.ci95_pct.has_value());
+    EXPECT_EQ(slower_gate(d, 10), Gate::kUndecided) << before.size() << " before, " << after.size() << " after";
+    EXPECT_EQ(no_interval_reason(d), "too few steady steps: " + std::to_string(before.size()) + " before, " +
+                                         std::to_string(after.size()) + " after (an interval needs 5 in each)");
+  }
+  const RunDiff five = diff_profiles(view(steps(5, 3, 0.1, 7), 1), view(steps(5, 200, 5, 8), 1));
+  ASSERT_TRUE(five.ci95_pct.has_value());
+  EXPECT_EQ(slower_gate(five, 10), Gate::kSlower);
+}
+
+TEST(DiffReport, NamesShowTheirControlsEscapedAndIsolated) {
+  // GIVEN runs whose label, script path and a Python function hold a screen
+  // clear, a terminal title and a right-to-left override
+  const std::string controls = "\x1b[2J\x1b]0;pwned\x07\xe2\x80\xae";
+  ProfileView b = view(steps(10, 100, 5, 11), 30), a = view(steps(10, 100, 5, 12), 30);
+  b.label = a.label = "run" + controls;
+  b.script = a.script = "/w" + controls + "/train.py";
+  b.python = a.python = {{"train.py(step" + controls + ")", 4.0}};
+  const RunDiff d = diff_profiles(b, a);
+  const std::string shown = "\\x1b[2J\\x1b]0;pwned\\x07\\u202e";
+  // THEN the text shows each control escaped and none raw
+  const std::string text = diff_text(d);
+  EXPECT_EQ(text.find_first_of("\x1b\x07"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << text;
+  EXPECT_NE(text.find("before: run" + shown + " (/w" + shown + "/train.py)"), std::string::npos) << text;
+  EXPECT_NE(text.find("train.py(step" + shown + ")"), std::string::npos) << text;
+  // AND the page too, each name in the header in its own <bdi>
+  const std::string html = diff_html(d);
+  EXPECT_EQ(html.find_first_of("\x1b\x07"), std::string::npos);
+  EXPECT_EQ(html.find("\xe2\x80\xae"), std::string::npos);
+  EXPECT_NE(html.find("before: <bdi>run" + shown + "</bdi> (<bdi>/w" + shown + "/train.py</bdi>)"), std::string::npos)
+      << html.substr(0, 2000);
 }
 
 TEST(ProfileView, ReadsAProfileAndRefusesOtherJson) {

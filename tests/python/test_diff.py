@@ -141,6 +141,38 @@ def test_the_gate_fails_only_a_slowdown_beyond_its_percentage(tmp_path):
     assert diff(["-o", str(tmp_path / "d3"), slow, fast, "--fail-if-slower", "0"]).returncode == 0  # faster
 
 
+def steady_steps(profile):
+    """The steps diff samples, counted from the profile's own rows."""
+    return sum(1 for s in profile["steps"]["per_step"] if s["steady"] and not s["gpu_window"])
+
+
+def test_too_few_steps_give_no_interval_and_the_gate_cannot_decide(tmp_path):
+    # Three steps a run, fewer steady ones than the 5 an interval needs; the
+    # second run's loader sleeps 40 ms a read, the first's not at all.
+    dir_b, pb, tb = profiled(tmp_path, "fast", "--steps", "3", "--read-ms", "0")
+    dir_a, pa, ta = profiled(tmp_path, "slow", "--steps", "3", "--read-ms", "40")
+    own = own_change_pct((pb, tb), (pa, ta))
+    assert own > 100, f"the script's own clock shows {own:.1f} %: the pair planted no slowdown"
+    n_before, n_after = steady_steps(pb), steady_steps(pa)
+    assert min(n_before, n_after) < 5, (n_before, n_after)
+    out = tmp_path / "d"
+    r = diff(["-o", str(out), dir_b, dir_a, "--fail-if-slower", "10"])
+    # The gate neither passes nor calls it slower: one line, its own status.
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert r.stderr.splitlines() == [f"torchneck: --fail-if-slower 10 % cannot decide: too few steady steps: "
+                                     f"{n_before} before, {n_after} after (an interval needs 5 in each)"], r.stderr
+    # No interval anywhere: null in diff.json, none in the text.
+    with open(out / "diff.json") as f:
+        d = json.load(f)
+    assert d["ci95_pct"] is None and d["block_length"] is None and not d["significant"], d
+    assert (d["before"]["steady_steps"], d["after"]["steady_steps"]) == (n_before, n_after)
+    text = (out / "diff.txt").read_text()
+    assert "95 %" not in text and "95 %" not in d["verdict"], text
+    assert "VERDICT: Cannot tell a change from noise" in text and text in r.stdout
+    # Without the gate, the same report and exit 0.
+    assert diff(["-o", str(tmp_path / "d2"), dir_b, dir_a]).returncode == 0
+
+
 def test_a_kineto_trace_against_itself_is_no_change(tmp_path):
     trace = os.path.join(FIXTURES, "v100_resnet50_num_workers_0.trace.json.gz")
     d, _ = run_diff(tmp_path, trace, trace)

@@ -227,6 +227,58 @@ def test_hostile_names_are_text_and_never_run(tmp_path):
     assert any(HOSTILE_FUNCTION in m for m in obs["flame"]["matches"]), obs["flame"]
 
 
+RLO = "\u202e"  # right-to-left override: what follows it reads right to left, to the end of its paragraph
+# The page's own words in the header's run line, in the order it writes them.
+RUN_LINE_WORDS = ["script", "args", "ended:", "wall"]
+# The run line's words outside any <bdi> (the page's own), each with where
+# the browser drew it; each <bdi> with its text and its computed unicode-bidi.
+RUN_LINE_READER = r"""(() => {
+  const line = document.getElementById('run-line');
+  const words = [];
+  const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest('bdi')) continue;
+    for (const m of n.data.matchAll(/[a-z]+:?/g)) {
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      const box = r.getBoundingClientRect();
+      words.push({ word: m[0], left: box.left, top: box.top });
+    }
+  }
+  const names = [...line.querySelectorAll('bdi')].map((b) => ({
+    text: b.textContent, unicodeBidi: getComputedStyle(b).unicodeBidi,
+  }));
+  return { words, names, title: document.title };
+})()"""
+
+
+def test_a_right_to_left_override_in_a_name_cannot_reorder_the_header(tmp_path):
+    # GIVEN a script in a folder whose name holds U+202E, run with arguments
+    # holding it too, and one in Arabic
+    folder = tmp_path / (RLO + "folder")
+    folder.mkdir()
+    path = folder / "train.py"
+    path.write_text("import torch\nx = torch.randn(32, 32)\nfor step in range(5):\n    x = torch.tanh(x @ x)\n")
+    args = ["--name", RLO + "gnp.exe", "\u0645\u0631\u062d\u0628\u0627"]
+    out = str(tmp_path / "out")
+    r = run_tool(["-o", out, str(path), *args])
+    assert r.returncode == 0, r.stderr[-3000:]
+    obs = probe_page(os.path.join(out, "report.html"), RUN_LINE_READER)
+    # THEN the page's own words are drawn in the order it writes them, left
+    # to right on a line (a line drawn below comes after)
+    own = [w for w in obs["words"] if w["word"] in RUN_LINE_WORDS]
+    assert [w["word"] for w in own] == RUN_LINE_WORDS, obs["words"]
+    for a, b in zip(own, own[1:]):
+        assert b["top"] > a["top"] + 2 or (abs(b["top"] - a["top"]) <= 2 and b["left"] > a["left"]), (a, b)
+    # AND each name sits in an isolating element, the override shown as
+    # \u202e, other text (Arabic) as it is
+    visible = [s.replace(RLO, "\\u202e") for s in [str(path), *args]]
+    assert [n["text"] for n in obs["names"]] == visible, obs["names"]
+    assert {n["unicodeBidi"] for n in obs["names"]} == {"isolate"}, obs["names"]
+    assert obs["title"] == "torchneck: " + visible[0]
+
+
 def embedded_data(report):
     """The JSON the page draws from, read back out of its data block."""
     with open(report, encoding="utf-8") as f:
@@ -331,11 +383,10 @@ def test_a_step_longer_than_the_timeline_is_timed_by_its_optimizer_steps(tmp_pat
 # --- the Ranks section of a distributed job's merged report ------------------
 
 DIST_TRAIN = os.path.join(ROOT, "tests", "python", "scripts", "dist", "ddp_train.py")
-# Reads the Ranks section back out of the DOM (check_report.mjs sees the
-# tables' text and the charts' sizes; this sees each cell's value, each bar
-# segment's value and width, and what is highlighted), with the page's own
-# errors and requests. Same means: playwright-core driving Debian's Chromium.
-RANKS_PROBE = r"""
+# Opens a page, waits for it to be drawn and returns what the expression in
+# PAGE_READER evaluates to in it, with the page's own errors and requests.
+# Same means as check_report.mjs: playwright-core driving Debian's Chromium.
+PAGE_PROBE = r"""
 const { chromium } = await import(process.env.PLAYWRIGHT);
 const url = process.env.PAGE_URL;
 const obs = { errors: [], requests: [] };
@@ -349,7 +400,16 @@ try {
   page.on('request', (r) => { if (r.url() !== url && !r.url().startsWith('data:')) obs.requests.push(r.url()); });
   await page.goto(url, { waitUntil: 'load' });
   await page.waitForSelector('html[data-rendered="1"]', { timeout: 15000 });
-  Object.assign(obs, await page.evaluate(() => {
+  Object.assign(obs, await page.evaluate(process.env.PAGE_READER));
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(obs));
+"""
+# The Ranks section read back out of the DOM (check_report.mjs sees the
+# tables' text and the charts' sizes; this sees each cell's value, each bar
+# segment's value and width, and what is highlighted).
+RANKS_READER = r"""(() => {
     const q = (sel) => [...document.querySelectorAll(sel)];
     const text = (id) => { const e = document.getElementById(id); return e && !e.hidden ? e.textContent : null; };
     const rows = (id) => q('#' + id + ' tbody tr').map((tr) => ({ cls: tr.className,
@@ -371,27 +431,30 @@ try {
       })),
       pwned: window.__pwned === undefined ? null : String(window.__pwned),
     };
-  }));
-} finally {
-  await browser.close();
-}
-process.stdout.write(JSON.stringify(obs));
-"""
+  })()"""
 PARTS = ["data_ms", "compute_ms", "collective_wait_ms", "collective_transfer_ms"]
 
 
-def probe_ranks(report):
+def probe_page(report, reader):
+    """What READER (a JavaScript expression) reads from REPORT's page once
+    drawn; the page must have made no error and no request."""
     node = shutil.which("node")
     assert node, "node is missing: scripts/ensure-deps.sh installs nodejs (make test runs it)"
     pw = os.path.join(BROWSER_DIR, "node_modules", "playwright-core", "index.mjs")
     assert os.path.exists(pw), "tests/browser/node_modules is missing: run `npm ci` in tests/browser (make test does)"
-    env = dict(os.environ, PLAYWRIGHT="file://" + pw, CHROMIUM=CHROMIUM,
+    env = dict(os.environ, PLAYWRIGHT="file://" + pw, CHROMIUM=CHROMIUM, PAGE_READER=reader,
                PAGE_URL="file://" + os.path.abspath(str(report)))
-    r = subprocess.run([node, "--input-type=module", "-e", RANKS_PROBE], env=env, capture_output=True, text=True,
+    r = subprocess.run([node, "--input-type=module", "-e", PAGE_PROBE], env=env, capture_output=True, text=True,
                        timeout=180)
-    assert r.returncode == 0, f"ranks probe failed:\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"page probe failed:\n{r.stderr[-3000:]}"
     obs = json.loads(r.stdout)
-    assert obs["errors"] == [] and obs["requests"] == [] and obs["pwned"] is None, obs
+    assert obs["errors"] == [] and obs["requests"] == [], obs
+    return obs
+
+
+def probe_ranks(report):
+    obs = probe_page(report, RANKS_READER)
+    assert obs["pwned"] is None, obs
     return obs
 
 
