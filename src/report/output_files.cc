@@ -7,6 +7,7 @@
 #include "core/timing.h"
 #include "report/flame_files.h"
 #include "report/html_report.h"
+#include "report/printable.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
 #include "report/terminal_report.h"
@@ -64,7 +65,7 @@ std::string write_report_files(const Run& run, const Analysis& analysis, const O
                                WrittenFiles& written) {
   TerminalReportOptions t;
   t.cwd = options.cwd;
-  std::string text = terminal_report(run, analysis, t);
+  std::string text = printable_text(terminal_report(run, analysis, t));
   timing_phase("terminal report", 2);
   if (options.dir.empty()) return text;
   const std::string& dir = options.dir;
@@ -96,9 +97,9 @@ std::string finish_report_txt(std::string text, const OutputOptions& options, Wr
   if (!options.dir.empty()) {
     std::vector<std::string> with_txt = written.names;
     with_txt.push_back("report.txt");
-    const std::string full = text + files_section(options.dir, with_txt, written.failed);
+    const std::string full = text + printable_text(files_section(options.dir, with_txt, written.failed));
     written.attempt("report.txt", [&] { write_file_atomically(options.dir + "/report.txt", full, kReplace); });
-    text += files_section(options.dir, written.names, written.failed);
+    text += printable_text(files_section(options.dir, written.names, written.failed));
   }
   if (!written.first_error.empty()) {
     const size_t more = written.failed.size() - 1;

@@ -27,6 +27,7 @@
 #include "ingest/kineto_to_run.h"
 #include "model/run_set.h"
 #include "report/output_dir.h"
+#include "report/printable.h"
 #include "report/output_files.h"
 #include "tools/one_line_error.h"
 
@@ -274,7 +275,7 @@ int run(int argc, char** argv) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!error.empty()) {
-    std::fprintf(stderr, "torchneck: %s\n", error.c_str());
+    std::fprintf(stderr, "torchneck: %s\n", printable_text(error).c_str());
     return 2;
   }
   return 0;
