@@ -6,11 +6,18 @@ std::string utf8_of(PyObject* str) {
   if (str == nullptr || !PyUnicode_Check(str)) return "";
   Py_ssize_t len = 0;
   const char* data = PyUnicode_AsUTF8AndSize(str, &len);
-  if (data == nullptr) {
+  if (data != nullptr) return std::string(data, static_cast<size_t>(len));
+  // A name holding lone surrogates (bytes of a file name that are not
+  // UTF-8, as Python decodes them): those bytes again, shown escaped later.
+  PyErr_Clear();
+  PyObject* bytes = PyUnicode_AsEncodedString(str, "utf-8", "surrogateescape");
+  if (bytes == nullptr) {
     PyErr_Clear();
     return "";
   }
-  return std::string(data, static_cast<size_t>(len));
+  std::string out(PyBytes_AS_STRING(bytes), static_cast<size_t>(PyBytes_GET_SIZE(bytes)));
+  Py_DECREF(bytes);
+  return out;
 }
 
 PyFuncName name_of_code(PyCodeObject* code) {
