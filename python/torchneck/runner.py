@@ -22,6 +22,8 @@ from torchneck import ranks
 from torchneck import spawned
 from torchneck import workers
 from torchneck.errors import UsageError
+from torchneck.errors import one_line
+from torchneck.errors import say
 
 
 class _Target:
@@ -196,7 +198,7 @@ def _experiments(native, options, target, out_dir, wall_s):
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch.cuda, "is_initialized", lambda: False)():
         torch.cuda.empty_cache()
-    progress = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
+    progress = say
     try:
         settings, why = experiment.settings_to_try(options.try_setting, out_dir)
         if why:
@@ -217,7 +219,7 @@ def _experiments(native, options, target, out_dir, wall_s):
     except KeyboardInterrupt:
         progress("torchneck: --try interrupted: the report is the profiled run's alone")
     except (RuntimeError, OSError) as e:
-        progress(f"torchneck: --try failed ({' '.join(str(e).split())}): the report is the profiled run's alone")
+        progress(f"torchneck: --try failed ({one_line(e)}): the report is the profiled run's alone")
     output.show(text)
 
 
@@ -242,20 +244,20 @@ def _show_rank_report(native, options, watch, job, out_dir):
         return
     base, _ = job
     if watch.rank != 0:
-        sys.stderr.write(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}\n")
+        say(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}")
         return
     try:
         wait_s = float(os.environ.get(ranks.MERGE_WAIT_ENV, ranks.DEFAULT_MERGE_WAIT_S))
     except ValueError:
         wait_s = ranks.DEFAULT_MERGE_WAIT_S
     if not ranks.wait_for_ranks(base, watch.world_size, wait_s):
-        sys.stderr.write(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
-                         f"(`torchneck report {base}` merges again)\n")
+        say(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
+            f"(`torchneck report {base}` merges again)")
     try:
-        output.show(native.report_ranks(base, os.getcwd(), options.top, options.trace_steps, strict=False))
+        output.show(native.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), options.top, options.trace_steps,
+                                        strict=False))
     except RuntimeError as e:
-        sys.stderr.write(f"torchneck: the ranks' reports could not be merged ({' '.join(str(e).split())}); "
-                         f"rank 0's report follows\n")
+        say(f"torchneck: the ranks' reports could not be merged ({one_line(e)}); rank 0's report follows")
         output.show(text)
 
 
