@@ -18,6 +18,7 @@ import sys
 
 from torchneck.errors import EXIT_USAGE, UsageError
 from torchneck.options import HelpRequested, options_help, parse
+from torchneck.os_bytes import shown
 
 PROG = "torchneck"
 
@@ -251,7 +252,7 @@ def main(argv):
     try:
         return dispatch(argv)
     except UsageError as e:
-        message = " ".join(str(e).split())  # one line, whatever the cause's text
+        message = shown(" ".join(str(e).split()))  # one line, whatever the cause's text; bytes as \xff
         try:
             sys.stderr.write(f"{PROG}: {message}\n")
             sys.stderr.flush()

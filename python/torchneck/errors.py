@@ -3,6 +3,8 @@ the commands use raise them without importing the command line back."""
 
 import sys
 
+from torchneck.os_bytes import shown
+
 
 class UsageError(Exception):
     """A bad invocation, or a command that cannot start (an unwritable output
@@ -17,9 +19,10 @@ EXIT_USAGE = 2
 
 
 def say(line):
-    """LINE on stderr, now; never raises (stderr may be closed by the script)."""
+    """LINE on stderr, now, a path that is not UTF-8 in it shown as \\xff
+    (os_bytes.py); never raises (stderr may be closed by the script)."""
     try:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(shown(line) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

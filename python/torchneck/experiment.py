@@ -24,6 +24,7 @@ import sys
 import time
 
 from torchneck.errors import UsageError
+from torchneck.os_bytes import shown
 
 # name -> (kind, lowest): what --try accepts.
 SETTINGS = {
@@ -336,7 +337,7 @@ def run_experiments(native, settings, target, steps, timeout_s, out_dir, progres
             if got["note"]:
                 notes.append(got["note"])
         e.applied = applied
-        e.note = "; ".join(dict.fromkeys(notes))
+        e.note = shown("; ".join(dict.fromkeys(notes)))  # a run's error may quote the script's arguments
         e.rounds = 2 if sides["baseline"] and sides["try"] and e.state == "measured" else 0
         e.baseline_ns, e.try_ns = sides["baseline"], sides["try"]
         experiments.append(e)

@@ -6,7 +6,13 @@ src/bindings/facts.h).
 Every field is a required keyword argument, and the structs take no
 attribute they do not have: a missing, misspelled or mistyped fact is an
 error here, at once, not a default the report shows later. The extension is
-imported on first use (it links the libtorch that `import torch` loads)."""
+imported on first use (it links the libtorch that `import torch` loads).
+
+Text that may carry bytes the OS gave (a path, an argument, a name the
+script made) is passed as os_bytes.shown makes it: the report names such
+bytes as \\xff."""
+
+from torchneck.os_bytes import shown
 
 
 def _native():
@@ -21,8 +27,8 @@ def run_info(*, script, argv, exit_code, ending, start_unix_s, wall_s, main_thre
     ("finished", "sys_exit", "exception", "keyboard_interrupt", "sigterm",
     "os_exit", "still_running"). Times in seconds; -1: unknown."""
     r = _native().RunInfo()
-    r.script = script
-    r.argv = [str(a) for a in argv]
+    r.script = shown(script)
+    r.argv = [shown(str(a)) for a in argv]
     r.exit_code = exit_code
     r.ending = getattr(_native().Ending, ending)
     r.start_unix_s = start_unix_s
@@ -41,14 +47,14 @@ def dataloader_facts(*, num_workers, batch_size, pin_memory, persistent_workers,
     d.pin_memory = pin_memory
     d.persistent_workers = persistent_workers
     d.prefetch_factor = -1 if prefetch_factor is None else prefetch_factor
-    d.dataset_type = dataset_type
-    d.created_at = created_at
+    d.dataset_type = shown(dataset_type)
+    d.created_at = shown(created_at)
     return d
 
 
 def optimizer_facts(*, type, param_tensors, foreach):  # noqa: A002 - the struct's field name
     o = _native().OptimizerFacts()
-    o.type = type
+    o.type = shown(type)
     o.param_tensors = param_tensors
     o.foreach = foreach
     return o
@@ -89,11 +95,11 @@ def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last,
     (graph_watch.py); file "" and line 0 when no accumulating line was found;
     kept False: the graph is rebuilt each step, larger every time."""
     g = _native().GrowingGraph()
-    g.variable = variable
-    g.scope = scope
-    g.file = file
+    g.variable = shown(variable)
+    g.scope = shown(scope)
+    g.file = shown(file)
     g.line = line
-    g.code = code
+    g.code = shown(code)
     g.nodes_first = nodes_first
     g.nodes_last = nodes_last
     g.nodes_cap = nodes_cap
@@ -110,9 +116,9 @@ def rank_info(*, rank, world_size, local_rank, backend, host, job):
     k.rank = rank
     k.world_size = world_size
     k.local_rank = local_rank
-    k.backend = backend
-    k.host = host
-    k.job = job
+    k.backend = shown(backend)
+    k.host = shown(host)
+    k.job = shown(job)
     return k
 
 
@@ -127,8 +133,8 @@ def run_facts(*, run, env, notes, thread_names, main_tid, process, growing_graph
     f = _native().RunFacts()
     f.run = run
     f.env = env
-    f.notes = list(notes)
-    f.thread_names = dict(thread_names)
+    f.notes = [shown(n) for n in notes]
+    f.thread_names = {tid: shown(name) for tid, name in thread_names.items()}
     f.main_tid = main_tid
     f.process = process
     f.growing_graphs = list(growing_graphs)

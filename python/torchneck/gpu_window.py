@@ -33,6 +33,8 @@ import os
 import sys
 import time
 
+from torchneck.os_bytes import shown
+
 # The last steps agree within this share of their median: warm-up is over.
 WINDOW_SETTLED_STEPS = 3
 WINDOW_SETTLED_SPREAD = 0.25
@@ -290,8 +292,8 @@ class GpuWindow:
         w = native.GpuWindow()
         w.mode = self.mode
         w.state = self.state
-        w.note = self.note
-        w.trace_path = self.trace_path
+        w.note = shown(self.note)
+        w.trace_path = os.fsencode(self.trace_path)  # read by the analysis: the bytes of the path
         w.activities = list(self.activities)
         w.requested_steps = self.requested
         w.first_step, w.last_step = self.first_step, self.last_step

@@ -10,6 +10,7 @@ import os
 import sys
 
 from torchneck.errors import UsageError
+from torchneck.errors import say
 
 # Absolute output folder -> (the path as the user gave it, the working
 # directory then, the folders prepare_dir created, outermost first).
@@ -116,10 +117,6 @@ def report(session, facts, out_dir, show_now=True):
     elif text:
         held[out_dir] = text
     if error:  # last, where the user looks
-        try:
-            sys.stderr.write(f"torchneck: {_one_line(error)}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        say(f"torchneck: {_one_line(error)}")
         _remove_created(created)  # only if nothing could be written into them
     return not error

@@ -12,13 +12,12 @@ torchrun returns), else the run's -o folder (or the default one named after
 the job); then rank 0 merges them when the others have ended
 (merge_when_done)."""
 
-import contextlib
 import functools
 import os
-import signal
 import socket
 import time
 
+from torchneck import ending_signals
 from torchneck import facts
 from torchneck import rendezvous
 
@@ -54,25 +53,6 @@ def from_environment():
     if rank < 0 or world < 1 or (world == 1 and RANKS_DIR_ENV not in os.environ):
         return None
     return rank, world, _env_int("LOCAL_RANK")
-
-
-@contextlib.contextmanager
-def _default_sigterm():
-    """SIGTERM's default action meanwhile, in place of the runner's handler
-    (only that one: a handler of the script's own is left alone)."""
-    previous = None
-    try:
-        handler = signal.getsignal(signal.SIGTERM)
-        if getattr(handler, "torchneck_sigterm", False):
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            previous = handler
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        if previous is not None and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _init_method(args, kwargs):
@@ -122,11 +102,11 @@ class RankWatch:
         @functools.wraps(original)
         def init_process_group(*args, **kwargs):
             # A rendezvous that does not answer: said in one line, bounded
-            # (rendezvous.py); SIGTERM meanwhile ends the process as it
-            # would unprofiled (torch waits holding the GIL: the runner's
-            # handler would run only once the wait is over).
+            # (rendezvous.py); SIGTERM (SIGHUP, ...) meanwhile ends the
+            # process as it would unprofiled (torch waits holding the GIL:
+            # the runner's handler would run only once the wait is over).
             rendezvous.before_init(args, kwargs)
-            with _default_sigterm():
+            with ending_signals.default_meanwhile():
                 result = original(*args, **kwargs)
             try:
                 watch.rank = int(dist.get_rank())

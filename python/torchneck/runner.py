@@ -13,6 +13,7 @@ import types
 
 from torchneck import backward_scope
 from torchneck import coexist
+from torchneck import ending_signals
 from torchneck import env as envfacts
 from torchneck import facts as runfacts
 from torchneck import gpu_window
@@ -22,6 +23,8 @@ from torchneck import ranks
 from torchneck import spawned
 from torchneck import workers
 from torchneck.errors import UsageError
+from torchneck.errors import one_line
+from torchneck.errors import say
 
 
 class _Target:
@@ -116,40 +119,6 @@ def _print_script_traceback(exc):
     traceback.print_exception(type(exc), exc, tb)
 
 
-class _Terminated(BaseException):
-    """Raised in the main thread by SIGTERM, so the report is still written."""
-
-
-def _install_sigterm():
-    """SIGTERM (a scheduler, `kill`) would end the process before any report.
-    Turn the first one into an exception in the script's main thread; the
-    process still dies by SIGTERM afterwards. A second SIGTERM, or one
-    received in a forked child (DataLoader worker), acts as the default."""
-    launcher_pid = os.getpid()
-
-    def on_sigterm(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if os.getpid() != launcher_pid:
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise _Terminated()
-
-    on_sigterm.torchneck_sigterm = True  # ranks.py sets it aside while torch waits holding the GIL
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, on_sigterm)
-            return on_sigterm
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-    return None
-
-
-def _uninstall_sigterm(handler):
-    """Back to the default once the script is over (unless it set its own)."""
-    if handler is not None and signal.getsignal(signal.SIGTERM) is handler:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _die_by(signum):
     """Exit the way an unhandled signal would: the parent sees the signal."""
     sys.stdout.flush()
@@ -196,7 +165,7 @@ def _experiments(native, options, target, out_dir, wall_s):
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch.cuda, "is_initialized", lambda: False)():
         torch.cuda.empty_cache()
-    progress = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
+    progress = say
     try:
         settings, why = experiment.settings_to_try(options.try_setting, out_dir)
         if why:
@@ -217,7 +186,7 @@ def _experiments(native, options, target, out_dir, wall_s):
     except KeyboardInterrupt:
         progress("torchneck: --try interrupted: the report is the profiled run's alone")
     except (RuntimeError, OSError) as e:
-        progress(f"torchneck: --try failed ({' '.join(str(e).split())}): the report is the profiled run's alone")
+        progress(f"torchneck: --try failed ({one_line(e)}): the report is the profiled run's alone")
     output.show(text)
 
 
@@ -242,20 +211,20 @@ def _show_rank_report(native, options, watch, job, out_dir):
         return
     base, _ = job
     if watch.rank != 0:
-        sys.stderr.write(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}\n")
+        say(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}")
         return
     try:
         wait_s = float(os.environ.get(ranks.MERGE_WAIT_ENV, ranks.DEFAULT_MERGE_WAIT_S))
     except ValueError:
         wait_s = ranks.DEFAULT_MERGE_WAIT_S
     if not ranks.wait_for_ranks(base, watch.world_size, wait_s):
-        sys.stderr.write(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
-                         f"(`torchneck report {base}` merges again)\n")
+        say(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
+            f"(`torchneck report {base}` merges again)")
     try:
-        output.show(native.report_ranks(base, os.getcwd(), options.top, options.trace_steps, strict=False))
+        output.show(native.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), options.top, options.trace_steps,
+                                        strict=False))
     except RuntimeError as e:
-        sys.stderr.write(f"torchneck: the ranks' reports could not be merged ({' '.join(str(e).split())}); "
-                         f"rank 0's report follows\n")
+        say(f"torchneck: the ranks' reports could not be merged ({one_line(e)}); rank 0's report follows")
         output.show(text)
 
 
@@ -403,7 +372,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         if ended:
             return
         ended.append(code)
-        _uninstall_sigterm(sigterm_handler)
+        ending_signals.uninstall(signals_handled)
         session.stop()
         wall = time.perf_counter() - t0
         main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
@@ -459,7 +428,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     process_cpu0 = time.process_time()
     main_native_id = threading.main_thread().native_id
     runqueue0 = _runqueue_s(main_native_id)
-    sigterm_handler = _install_sigterm()
+    signals_handled = ending_signals.install(_torchneck.Ending)
     os._exit = exit_now
     try:
         session.start()
@@ -469,7 +438,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     except RuntimeError as e:  # a collector that cannot start: before the script, so exit 2
         session.stop()
         facts.uninstall()
-        _uninstall_sigterm(sigterm_handler)
+        ending_signals.uninstall(signals_handled)
         os._exit = real_exit
         output.discard_dir(out_dir)
         raise UsageError(f"cannot start profiling: {e}") from None
@@ -496,11 +465,11 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         died_by = signal.SIGINT
         exit_code = 128 + signal.SIGINT
         ending = "keyboard_interrupt"
-    except _Terminated:
+    except ending_signals.Terminated as e:
         session.stop()
-        died_by = signal.SIGTERM
-        exit_code = 128 + signal.SIGTERM
-        ending = "sigterm"
+        died_by = e.signum
+        exit_code = 128 + e.signum
+        ending = ending_signals.ENDINGS[e.signum]
     except BaseException as e:  # noqa: B902 - the script's own error
         session.stop()
         if rank is None:
@@ -530,6 +499,6 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         return exit_code
     if died_by is not None:
         # What Python does for an uncaught KeyboardInterrupt, and what the
-        # default SIGTERM action is: die by the signal.
+        # default action of ending_signals' signals is: die by the signal.
         _die_by(died_by)
     return exit_code

@@ -151,8 +151,8 @@ class SpawnLauncher:
         for folder in _settle_links(self.base):
             self._report_of_spill(folder)
         try:
-            text = self.native.report_ranks(self.base, os.getcwd(), self.options.top, self.options.trace_steps,
-                                            strict=False)
+            text = self.native.report_ranks(os.fsencode(self.base), os.fsencode(os.getcwd()), self.options.top,
+                                            self.options.trace_steps, strict=False)
         except RuntimeError as e:
             _say(f"torchneck: the spawned ranks' reports could not be merged ({_one_line(e)})")
             return
@@ -165,7 +165,8 @@ class SpawnLauncher:
         if not os.path.exists(os.path.join(folder, "profile.spill")):
             return
         try:
-            self.native.report_from_spill(folder, os.getcwd(), self.options.top, self.options.trace_steps)
+            self.native.report_from_spill(os.fsencode(folder), os.fsencode(os.getcwd()), self.options.top,
+                                          self.options.trace_steps)
         except RuntimeError as e:
             _say(f"torchneck: no report of {folder}'s last spill ({_one_line(e)})")
 

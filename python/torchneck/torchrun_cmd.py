@@ -16,6 +16,8 @@ import sys
 from torchneck import ranks
 from torchneck import rendezvous
 from torchneck.errors import UsageError
+from torchneck.errors import one_line
+from torchneck.errors import say
 
 # run's options that take no value (options.py); every other option of
 # run's takes one. torchrun has none of these names.
@@ -115,9 +117,10 @@ def run(argv, run_options):
     finally:
         signal.signal(signal.SIGINT, previous)
     try:
-        text = _torchneck.report_ranks(base, os.getcwd(), _top(run_args), _trace_steps(run_args), strict=False)
+        text = _torchneck.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), _top(run_args),
+                                       _trace_steps(run_args), strict=False)
     except RuntimeError as e:
-        sys.stderr.write(f"torchneck: no merged report: {' '.join(str(e).split())}\n")
+        say(f"torchneck: no merged report: {one_line(e)}")
         return code if code != 0 else 1
     output.show(text)
     return code if code >= 0 else 128 - code

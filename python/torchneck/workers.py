@@ -28,6 +28,8 @@ import os
 import threading
 import time
 
+from torchneck.os_bytes import shown
+
 # Set in the main process by runner.run: the session a forked worker
 # inherits (and must drop). None in a spawned worker.
 _parent_session = None
@@ -48,7 +50,7 @@ class WorkerInit:
             _start(self, worker_id)
         except Exception as e:  # noqa: BLE001 - never break the script's data loading
             try:
-                os.write(2, f"torchneck: DataLoader worker {worker_id} is not profiled: {e}\n".encode())
+                os.write(2, f"torchneck: DataLoader worker {worker_id} is not profiled: {shown(str(e))}\n".encode())
             except OSError:
                 pass
         if self.user_fn is not None:

@@ -143,7 +143,8 @@ class Session {
   // out_dir/workers, then writes profile.spill, profile.json (+
   // python.pstats, report.txt) into out_dir. Returns (report text, None), or
   // (report text, one-line error) when a file could not be written: the
-  // report is shown even when the disk is full.
+  // report is shown even when the disk is full. Both as shown_text makes
+  // them: a folder that is not UTF-8 is named in them.
   py::tuple finish(const RunFacts& facts, const std::string& out_dir, const std::string& cwd) {
     timing_phase("finish");
     Run run = collect(facts);
@@ -185,8 +186,8 @@ class Session {
       if (error.empty()) error = write_error;
     }
     release_run(std::move(run));
-    if (error.empty()) return py::make_tuple(text, py::none());
-    return py::make_tuple(text, error);
+    if (error.empty()) return py::make_tuple(shown_text(text), py::none());
+    return py::make_tuple(shown_text(text), shown_text(error));
   }
 
   // The run's end built the whole run, its analysis and the files in
@@ -433,14 +434,25 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("memory_interval_ms") = 100, py::arg("gc") = true,
            py::arg("nvml_interval_ms") = 100, py::arg("detail") = "window")
       .def("start", &Session::start)
-      .def("start_spill", &Session::start_spill, py::arg("out_dir"), py::arg("cwd"), py::arg("first_s") = 1.0,
-           py::arg("max_interval_s") = 10.0, py::arg("crash_handler") = true)
+      .def(
+          "start_spill",
+          [](Session& s, const FsPath& out_dir, const FsPath& cwd, double first_s, double max_interval_s,
+             bool crash_handler) { s.start_spill(out_dir.bytes, cwd.bytes, first_s, max_interval_s, crash_handler); },
+          py::arg("out_dir"), py::arg("cwd"), py::arg("first_s") = 1.0, py::arg("max_interval_s") = 10.0,
+          py::arg("crash_handler") = true)
       .def("set_info", &Session::set_info, py::arg("facts"))
-      .def("save", &Session::save, py::arg("facts"), py::arg("path"))
+      .def(
+          "save", [](Session& s, const RunFacts& facts, const FsPath& path) { s.save(facts, path.bytes); },
+          py::arg("facts"), py::arg("path"))
       .def("discard", &Session::discard)
       .def("stop", &Session::stop)
       .def("spill_soon", [](Session&) { spill_soon(); })
-      .def("finish", &Session::finish, py::arg("facts"), py::arg("out_dir"), py::arg("cwd"));
+      .def(
+          "finish",
+          [](Session& s, const RunFacts& facts, const FsPath& out_dir, const FsPath& cwd) {
+            return s.finish(facts, out_dir.bytes, cwd.bytes);
+          },
+          py::arg("facts"), py::arg("out_dir"), py::arg("cwd"));
   // `torchneck report DIR`: the full report again from DIR/profile.spill
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
@@ -454,10 +466,14 @@ PYBIND11_MODULE(_torchneck, m) {
   // DIR` keeps them) and the report is written again with them.
   m.def(
       "report_with_experiments",
-      [](const std::string& dir, const std::string& cwd, const std::vector<Experiment>& experiments, size_t top,
+      [](const FsPath& dir, const FsPath& cwd, const std::vector<Experiment>& experiments, size_t top,
          int64_t trace_steps) {
-        py::gil_scoped_release nogil;
-        return report_of_dir(dir, cwd, top, trace_steps, &experiments);
+        std::string text;
+        {
+          py::gil_scoped_release nogil;
+          text = report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, &experiments);
+        }
+        return shown_text(text);
       },
       py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = 15,
       py::arg("trace_steps") = kDefaultTraceSteps);

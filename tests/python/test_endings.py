@@ -12,8 +12,8 @@ import pytest
 from conftest import PYTHON, ROOT, TOOL, load_profile, run_plain, run_tool, script
 
 
-def _start_and_wait_ready(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start_and_wait_ready(cmd, **kw):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     line, deadline = "", time.monotonic() + 120
     while "ready" not in line and time.monotonic() < deadline:
         line = p.stdout.readline()
@@ -145,6 +145,78 @@ def test_sigterm_gives_the_default_death_and_still_a_report(tmp_path):
     prof = load_profile(out)
     assert prof["run"]["exit_code"] == 128 + signal.SIGTERM
     assert any(op["name"] == "aten::mm" for op in prof["ops"])
+
+
+def _no_core_dump():
+    """SIGQUIT's default action dumps core: not into the test's folders."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _run_and_signal(cmd, signum, **kw):
+    """CMD (endings.py wait) sent SIGNUM once it is ready: (exit status, stdout, stderr)."""
+    p = _start_and_wait_ready(cmd, preexec_fn=_no_core_dump, **kw)
+    p.send_signal(signum)
+    out, err = p.communicate(timeout=120)
+    return p.returncode, out, err
+
+
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGUSR1", "SIGQUIT"])
+def test_hangup_user_and_quit_signals_give_the_default_death_and_still_a_report(name, tmp_path):
+    # GIVEN the status plain Python gets when the signal arrives (the oracle)
+    signum = getattr(signal, name)
+    plain, _, _ = _run_and_signal([PYTHON, script("endings.py"), "wait"], signum)
+    out = tmp_path / "out"
+    got, _, err = _run_and_signal([TOOL, "run", "-o", str(out), script("endings.py"), "wait"], signum)
+    # THEN torchneck dies the same way, after writing and showing the report
+    assert plain == -signum
+    assert got == plain, err
+    assert "Operators, top" in err
+    assert (out / "report.txt").is_file()
+    prof = load_profile(str(out))
+    assert prof["run"]["exit_code"] == 128 + signum
+    assert prof["run"]["ending"] == name
+    assert [op["calls"] for op in prof["ops"] if op["name"] == "aten::mm"] == [5]
+
+
+def test_a_scripts_own_sigusr1_handler_is_left_alone(tmp_path):
+    # GIVEN a script that handles SIGUSR1 itself and goes on to its end
+    own = tmp_path / "own_handler.py"
+    own.write_text("import signal, time\n"
+                   "got = []\n"
+                   "signal.signal(signal.SIGUSR1, lambda signum, frame: got.append(signum))\n"
+                   "print('ready', flush=True)\n"
+                   "deadline = time.monotonic() + 60\n"
+                   "while not got and time.monotonic() < deadline:\n"
+                   "    time.sleep(0.05)\n"
+                   "print('handled', got, flush=True)\n")
+    plain = _run_and_signal([PYTHON, str(own)], signal.SIGUSR1)
+    out = tmp_path / "out"
+    got = _run_and_signal([TOOL, "run", "-o", str(out), str(own)], signal.SIGUSR1)
+    # THEN its handler runs and the run ends as it does under plain Python
+    assert plain[:2] == (0, f"handled [{int(signal.SIGUSR1)}]\n")  # after "ready", which the wait read
+    assert got[:2] == plain[:2], got[2]
+    assert load_profile(str(out))["run"]["ending"] == "finished"
+
+
+def test_sighup_ignored_by_the_caller_stays_ignored(tmp_path):
+    # GIVEN SIGHUP ignored when the script starts (nohup): plain Python lives on
+    def ignoring_sighup():
+        _no_core_dump()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def run_and_hang_up(cmd):
+        p = _start_and_wait_ready(cmd, preexec_fn=ignoring_sighup)
+        p.send_signal(signal.SIGHUP)
+        p.send_signal(signal.SIGINT)  # ends the wait: the script gets a KeyboardInterrupt
+        p.communicate(timeout=120)
+        return p.returncode
+    plain = run_and_hang_up([PYTHON, script("endings.py"), "wait"])
+    out = tmp_path / "out"
+    got = run_and_hang_up([TOOL, "run", "-o", str(out), script("endings.py"), "wait"])
+    assert plain == -signal.SIGINT
+    assert got == plain
+    assert load_profile(str(out))["run"]["ending"] == "KeyboardInterrupt"
 
 
 @pytest.mark.parametrize("case", ["missing", "directory", "syntax", "nul", "bad_output", "no_module"])
