@@ -36,6 +36,9 @@ enum class EndingKind : uint8_t {
   kException,          // "exception": an uncaught exception
   kKeyboardInterrupt,  // "KeyboardInterrupt"
   kSigterm,            // "SIGTERM"
+  kSighup,             // "SIGHUP"
+  kSigusr1,            // "SIGUSR1"
+  kSigquit,            // "SIGQUIT"
   kOsExit,             // "os._exit"
   kFatalSignal,        // "fatal signal SIGSEGV": RunEnding::signal says which
   kStillRunning,       // "still running": what the last periodic spill saw

@@ -129,8 +129,6 @@ def test_a_diff_error_shows_a_hostile_path_escaped(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("torchneck: ") and escaped(missing) in lines[0], lines
 
 
-@pytest.mark.xfail(strict=True, reason="the launcher passes argv and the script's path to the extension as str: "
-                                      "a byte that is not UTF-8 stops it with a TypeError before the script runs")
 def test_a_raw_byte_in_the_path_and_an_argument_is_shown_escaped(tmp_path):
     # Bytes that are not UTF-8 in a folder name and an argument: the script
     # runs as under plain Python, the report shows the byte as \xff.
