@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOOL, load_profile, run_tool
+from conftest import TOOL, load_profile
 
 CONTROLS = "\x1b[2J\x1b]0;pwned\x07\x9b2J\u202e"
 FUNCTION = "busy" + CONTROLS + "fn"
