@@ -21,6 +21,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from torchneck.errors import UsageError
@@ -312,7 +313,7 @@ def settings_to_try(requested, out_dir):
     return settings, "" if settings else "--try auto: no finding suggests a setting to try"
 
 
-def run_experiments(native, settings, target, steps, timeout_s, out_dir, progress):
+def run_experiments(native, settings, target, steps, timeout_s, progress):
     """native.Experiment facts, one per setting, from ORDER's runs of the
     script; `target` is (["SCRIPT", ARGS...] or ["-m", MODULE, ARGS...])."""
     experiments = []
@@ -323,7 +324,7 @@ def run_experiments(native, settings, target, steps, timeout_s, out_dir, progres
         sides = {"baseline": [], "try": []}
         for k, side in enumerate(ORDER):
             progress(f"torchneck: --try {setting}: run {k + 1} of {len(ORDER)} ({side}, {steps} steps)")
-            got = _one_run(setting if side == "try" else "none", target, steps, timeout_s, out_dir, k)
+            got = _one_run(setting if side == "try" else "none", target, steps, timeout_s)
             if got["state"] != "measured":
                 e.state = got["state"]
                 notes.append(("baseline run: " if side == "baseline" else "") + got["note"])
@@ -344,8 +345,14 @@ def run_experiments(native, settings, target, steps, timeout_s, out_dir, progres
     return experiments
 
 
-def _one_run(setting, target, steps, timeout_s, out_dir, k):
-    out = os.path.join(out_dir, f".try-{os.getpid()}-{k}.json")
+def _one_run(setting, target, steps, timeout_s):
+    """One child run; its result file is in a private folder of its own
+    (mode 0700), where no one else can plant a name for it to write through."""
+    with tempfile.TemporaryDirectory(prefix="torchneck-try-") as private:
+        return _run_child(setting, target, steps, timeout_s, os.path.join(private, "result.json"))
+
+
+def _run_child(setting, target, steps, timeout_s, out):
     cmd = [sys.executable, "-m", "torchneck.experiment", "--setting", setting, "--steps", str(steps),
            "--warmup", str(WARMUP_STEPS), "--out", out, "--", *target]
     env = dict(os.environ)
@@ -371,9 +378,7 @@ def _one_run(setting, target, steps, timeout_s, out_dir, k):
         raise
     try:
         with open(out) as f:
-            got = json.load(f)
-        os.unlink(out)
-        return got
+            return json.load(f)
     except (OSError, ValueError):
         tail = " ".join(err.decode("utf-8", "replace").split()[-30:])
         return {"state": "failed", "note": f"a run ended with status {proc.returncode} and no result: {tail}",

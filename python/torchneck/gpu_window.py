@@ -31,8 +31,10 @@ GPU times need ours and the module calls; the detail windows go on after."""
 
 import os
 import sys
+import tempfile
 import time
 
+from torchneck import output
 from torchneck.os_bytes import shown
 
 # The last steps agree within this share of their median: warm-up is over.
@@ -264,10 +266,14 @@ class GpuWindow:
             return
         path = os.path.join(self.out_dir, "gpu", "kineto.trace.json")
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            self._prof.export_chrome_trace(path)
-            if not os.path.isfile(path):
-                raise OSError("no file was written")
+            # torch writes through whatever is at the name it is given: a
+            # fresh private folder's name, then renamed into place.
+            with tempfile.TemporaryDirectory(dir=output.subfolder(self.out_dir, "gpu"), prefix=".export-") as private:
+                exported = os.path.join(private, "kineto.trace.json")
+                self._prof.export_chrome_trace(exported)
+                if not os.path.isfile(exported):
+                    raise OSError("no file was written")
+                os.replace(exported, path)
             self.trace_path = path
         except Exception as e:  # noqa: BLE001
             self.state, self.note = "failed", f"the trace could not be exported to {path}: {type(e).__name__}: {e}"

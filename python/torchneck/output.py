@@ -6,7 +6,9 @@ kept absolute, so a script that changes directory still gets its report
 where the user asked. If writing the report fails once the script has
 ended, that is one line on stderr and the script's exit status is kept."""
 
+import errno
 import os
+import stat
 import sys
 
 from torchneck.errors import UsageError
@@ -63,6 +65,19 @@ def moved(old, new):
     remove."""
     _shown, cwd, _created = _prepared.pop(old, (old, None, []))
     _prepared[new] = (new, cwd, [])
+
+
+def subfolder(out_dir, name):
+    """OUT_DIR/NAME made, or found, as a folder of its own: never a symlink
+    or a file planted in its place, so what is written into it stays inside
+    the output folder. Raises OSError."""
+    path = os.path.join(out_dir, name)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise OSError(errno.ENOTDIR, "not a folder (a symlink or a file is in its place)", path) from None
+    return path
 
 
 def discard_dir(out_dir):

@@ -181,7 +181,7 @@ def _experiments(native, options, target, out_dir, wall_s):
             except ValueError:
                 progress("torchneck: TORCHNECK_TRY_TIMEOUT_S is not a number of seconds; "
                          f"using {timeout:.0f} s")
-            found = experiment.run_experiments(native, settings, argv, options.try_steps, timeout, out_dir, progress)
+            found = experiment.run_experiments(native, settings, argv, options.try_steps, timeout, progress)
             text = native.report_with_experiments(out_dir, os.getcwd(), found, options.top, options.trace_steps)
     except KeyboardInterrupt:
         progress("torchneck: --try interrupted: the report is the profiled run's alone")

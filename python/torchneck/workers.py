@@ -28,6 +28,8 @@ import os
 import threading
 import time
 
+from torchneck import output
+from torchneck.errors import say
 from torchneck.os_bytes import shown
 
 # Set in the main process by runner.run: the session a forked worker
@@ -143,12 +145,14 @@ def _start(init, worker_id):
                                      start_method=start_method, wall_s=wall, busy_s=clock.busy_s,
                                      cpu_s=time.process_time() - cpu0, batches=clock.batches,
                                      batch_ns_max=int(clock.max_s * 1e9))
-        folder = os.path.join(init.out_dir, "workers")
-        os.makedirs(folder, exist_ok=True)
-        session.save(facts.run_facts(run=run, env=env, notes=[], thread_names=envfacts.thread_names(),
-                                     main_tid=threading.main_thread().native_id, process=process,
-                                     growing_graphs=[]),
-                     os.path.join(folder, f"worker-{int(worker_id)}-{pid}.spill"))
+        try:
+            folder = output.subfolder(init.out_dir, "workers")
+            session.save(facts.run_facts(run=run, env=env, notes=[], thread_names=envfacts.thread_names(),
+                                         main_tid=threading.main_thread().native_id, process=process,
+                                         growing_graphs=[]),
+                         os.path.join(folder, f"worker-{int(worker_id)}-{pid}.spill"))
+        except (OSError, RuntimeError) as e:  # the main report goes on without this worker's
+            say(f"torchneck: DataLoader worker {worker_id}'s profile was not written: {e}")
 
     # Run by multiprocessing when the worker process ends normally (its loop
     # returned), under fork and spawn alike; before the process exits.

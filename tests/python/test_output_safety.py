@@ -201,3 +201,17 @@ def test_on_a_full_disk_the_report_names_no_file_that_is_not_there(tmp_path):
     for path in files_listed(got.stderr):
         assert os.path.isfile(path), f"the report names {path}, which was not written"
     assert "not written: report.html: " in got.stderr
+
+
+def test_a_planted_workers_folder_link_is_not_written_through(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, out / "workers")
+    r = run_tool(["-o", str(out), script("workers_slow_transform.py"), "--start-method", "fork",
+                  "--truth", str(tmp_path / "truth"), "--items", "16"])
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(elsewhere) == [], "a worker wrote through the planted link"
+    assert "Traceback" not in r.stderr and "profile was not written" in r.stderr, r.stderr
+    assert os.path.isfile(out / "report.txt")
