@@ -18,6 +18,10 @@ from torchneck.errors import UsageError
 # "1_000", which the native parser (and a user's eye) would not.
 _INTEGER = re.compile(r"-?[0-9]+")
 
+# "a size": ASCII digits, then K, M, G or T (powers of 1024, either case) or
+# nothing (bytes), as the native parser reads it.
+_SIZE = re.compile(r"([0-9]+)([KMGTkmgt]?)")
+
 # What --python accepts.
 PYTHON_MODES = ("sample", "trace", "off")
 # What --gpu accepts.
@@ -32,7 +36,8 @@ class Option:
     def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None, choices=PYTHON_MODES):
         self.names = names      # ("-o", "--output"): the first long one is canonical
         self.dest = dest        # attribute of the parsed options
-        self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder", "setting"
+        self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder", "setting",
+                                # "size" (bytes)
         self.choices = choices  # a "mode"'s values
         self.help = help        # lines of help, without the spelling column
         self.metavar = metavar
@@ -91,6 +96,10 @@ OPTIONS = {o.long: o for o in [
         "steady steps shown in DIR/trace.json, the timeline for",
         "ui.perfetto.dev or chrome://tracing (default 5, with",
         "the warm-up steps before them; 0: every step kept)"], "N", 0, 1000000, default=5),
+    Option(("--max-trace-size",), "max_trace_size", "size", [
+        "the largest trace read, gunzipped: bytes, or with K,",
+        "M, G or T (default: half of this machine's memory, as",
+        "the whole text is held while it is read)"], "SIZE", 1, 1 << 50),
     Option(("--spill-interval",), "spill_interval", "seconds", [
         "at most S seconds between periodic spills of the",
         "profile to DIR/profile.spill (default 10; 0: none),",
@@ -179,6 +188,13 @@ def _value(o, name, value):
             raise UsageError(f"{name} must be an integer between {o.lo} and {o.hi}, not '{value}'")
         v = int(value)
         return (float(v) if o.kind == "seconds" else v), v
+    if o.kind == "size":
+        m = _SIZE.fullmatch(value)
+        n = int(m[1]) << (10 * ("KMGT".index(m[2].upper()) + 1) if m[2] else 0) if m else 0
+        if not o.lo <= n <= o.hi:
+            raise UsageError(f"{name} must be a size between 1 and 1024T such as 512M or 20G (bytes, or K, M, G, "
+                             f"T: powers of 1024), not '{value}'")
+        return n, n
     if o.kind == "mode":
         if value not in o.choices:
             raise UsageError(f"{name} must be {', '.join(o.choices[:-1])} or {o.choices[-1]}, "

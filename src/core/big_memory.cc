@@ -66,6 +66,25 @@ BigBytes& BigBytes::operator=(BigBytes&& o) noexcept {
   return *this;
 }
 
+void BigBytes::resize(size_t size) {
+  const size_t padding = capacity_ - size_, capacity = size + padding;
+  if (capacity < size) throw std::bad_alloc();
+  if (capacity_ < kBigMemoryMin || capacity < kBigMemoryMin) {  // from operator new, or to be
+    BigBytes other(size, padding);
+    if (size_ > 0 && size > 0) std::memcpy(other.data_, data_, std::min(size, size_));
+    *this = std::move(other);
+    return;
+  }
+  if (mapped_size(capacity) != mapped_size(capacity_)) {
+    void* p = ::mremap(data_, mapped_size(capacity_), mapped_size(capacity), MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);  // the huge-page advice goes with the mapping
+  }
+  size_ = size;
+  capacity_ = capacity;
+  std::memset(data_ + size_, 0, padding);
+}
+
 size_t BigBytes::release(size_t from, size_t to) {
   if (capacity_ < kBigMemoryMin || data_ == nullptr) return 0;  // not mapped: from operator new
   to = std::min(to, size_);

@@ -42,6 +42,10 @@ class BigBytes {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
   size_t padding() const { return capacity_ - size_; }
+  // A new size, keeping the bytes before it and the padding (zeros) after
+  // it. A mapped buffer is remapped, not copied (its new pages are faulted
+  // in only as they are written), and may move. Throws std::bad_alloc.
+  void resize(size_t size);
   // Gives the memory of the whole huge pages inside [from, to) back to the
   // system (a mapped buffer only): they read as zeros afterwards. For text
   // already parsed, so that the peak memory is not the text plus all that

@@ -24,6 +24,8 @@
 
 #include "simdjson.h"
 
+#include <sys/stat.h>
+
 namespace torchneck::kineto {
 
 namespace {
@@ -235,8 +237,10 @@ Trace parse_padded(BigBytes& json, const std::string& path, const std::function<
   const EventsLayout& layout = scanned.layout;
   ingest_phase(scanned.in_two ? "scan (2 threads)" : arriving != nullptr ? "read + gunzip | scan" : "scan");
   const std::string_view text(json.data(), json.size());
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-    throw std::runtime_error(path + ": byte 0: the file is empty");
+  const size_t opening = text.find_first_not_of(" \t\r\n");
+  if (opening == std::string_view::npos) throw std::runtime_error(path + ": byte 0: the file is empty");
+  if (text[opening] != '{' && text[opening] != '[')  // as read_trace_file says it, for a text given in memory
+    throw std::runtime_error(detail::not_a_json_trace(path, opening, text[opening]));
   auto invalid = [&](simdjson::error_code err) {
     return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
                               simdjson::error_message(err) + ")");
@@ -395,24 +399,28 @@ Trace parse_trace(const std::string& text, const std::string& path,
   return parse_padded(json, path, progress);
 }
 
-Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress) {
+Trace load_trace(const std::string& path, const std::function<void(size_t, size_t)>& progress,
+                 const ReadLimits& limits) {
   ingest_phase("start");
   // Read and gunzipped on a second thread while this one scans what has
   // arrived; anything unusual about the file and it is read again below,
   // at once, which says what is wrong with it.
-  if (parallel_min_bytes == SIZE_MAX) {  // not with the opt-in two-thread scan, which needs the whole text
-    if (std::unique_ptr<detail::ArrivingText> arriving = detail::ArrivingText::open(path)) {
-      try {
-        if (progress) progress(0, arriving->text().size());
-        Trace t = parse_padded(arriving->text(), path, progress, arriving.get());
-        if (progress) progress(arriving->text().size(), arriving->text().size());
-        return t;
-      } catch (const NotWhole&) {
-        ingest_phase("(not whole: read again)");
-      }
+  if (std::unique_ptr<detail::ArrivingText> arriving = detail::ArrivingText::open(path, limits)) {
+    try {
+      BigBytes& text = arriving->text();
+      if (progress) progress(0, text.size());
+      // The opt-in two-thread scan needs the whole text: it is waited for.
+      const bool whole_first = parallel_min_bytes != SIZE_MAX;
+      if (whole_first && !arriving->finish()) throw NotWhole{};
+      Trace t = parse_padded(text, path, progress, whole_first ? nullptr : arriving.get());
+      if (progress) progress(text.size(), text.size());
+      return t;
+    } catch (const NotWhole&) {
+      if (!arriving->refusal().empty()) throw std::runtime_error(arriving->refusal());
+      ingest_phase("(not whole: read again)");
     }
   }
-  BigBytes json = detail::read_trace_file(path);
+  BigBytes json = detail::read_trace_file(path, limits);
   ingest_phase("read + gunzip");
   if (progress) progress(0, json.size());
   Trace t = parse_padded(json, path, progress);
@@ -424,7 +432,11 @@ std::vector<std::string> trace_files(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
-  if (!fs::is_directory(path, ec)) return {path};
+  if (!fs::is_directory(path, ec)) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) detail::require_regular_file(path, st.st_mode);
+    return {path};
+  }
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(path, ec)) {
     const std::string name = e.path().filename().string();

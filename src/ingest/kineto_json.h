@@ -4,10 +4,11 @@
 // text for the exact times. Old capitalised categories map to the current
 // ones (kineto_trace.h).
 //
-// Never trusts the file: truncated, corrupt, empty, non-JSON, wrong-schema,
-// deeply nested (beyond simdjson's depth limit) or out-of-range input is a
-// std::runtime_error with one line, "PATH: byte N: what", never a crash or
-// a hang.
+// Never trusts the file: not a regular file, a gzip bomb, too large
+// (ReadLimits), truncated, corrupt, empty, non-JSON, wrong-schema, deeply
+// nested (beyond simdjson's depth limit) or out-of-range input is a
+// std::runtime_error with one line, "PATH: byte N: what", never a crash, a
+// hang or memory beyond the limits.
 #pragma once
 
 #include <functional>
@@ -15,13 +16,15 @@
 #include <vector>
 
 #include "ingest/kineto_trace.h"
+#include "ingest/read_limits.h"
 
 namespace torchneck::kineto {
 
 // `progress(done, total)` is called now and then with bytes parsed so far,
-// for a progress bar; may be empty.
+// for a progress bar; may be empty. Only a regular file is read, its text
+// held to `limits` (and to trace_file.h's bounds) as it arrives.
 Trace load_trace(const std::string& path,
-                 const std::function<void(size_t, size_t)>& progress = {});
+                 const std::function<void(size_t, size_t)>& progress = {}, const ReadLimits& limits = {});
 
 // Parses a trace held in memory (the text, not gzip); `path` names it in
 // errors. The fuzz target's entry.
@@ -29,7 +32,8 @@ Trace parse_trace(const std::string& text, const std::string& path,
                   const std::function<void(size_t, size_t)>& progress = {});
 
 // The trace files of a run: PATH itself, or every *.json / *.json.gz in the
-// folder PATH (one per rank), sorted by name. Throws if there is none.
+// folder PATH (one per rank), sorted by name. Throws if there is none, or
+// if PATH is neither a folder nor a regular file.
 std::vector<std::string> trace_files(const std::string& path);
 
 namespace detail {

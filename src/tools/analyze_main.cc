@@ -1,11 +1,13 @@
-// `torchneck analyze [-o DIR] [--top N] PATH`: the report of a torch.profiler
-// (Kineto) trace, or of a folder of rank traces, without Python or torch:
-// the same kind of report as a live run (verdict first) and profile.json in
-// the same schema, plus its "gpu" section (and "ranks" for several).
+// `torchneck analyze [-o DIR] [--top N] [--max-trace-size SIZE] PATH`: the
+// report of a torch.profiler (Kineto) trace, or of a folder of rank traces,
+// without Python or torch: the same kind of report as a live run (verdict
+// first) and profile.json in the same schema, plus its "gpu" section (and
+// "ranks" for several).
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -53,6 +55,10 @@ constexpr const char* kUsage =
     "  --trace-steps=N      steady steps shown in DIR/trace.json, the timeline for\n"
     "                       ui.perfetto.dev or chrome://tracing (default 5, with\n"
     "                       the warm-up steps before them; 0: every step kept)\n"
+    "  --max-trace-size=SIZE\n"
+    "                       the largest trace read, gunzipped: bytes, or with K,\n"
+    "                       M, G or T (default: half of this machine's memory, as\n"
+    "                       the whole text is held while it is read)\n"
     "  -h, --help           this help\n";
 
 struct Usage : std::runtime_error {
@@ -63,6 +69,7 @@ struct Args {
   std::string path, out;
   size_t top = 15;
   int64_t trace_steps = kDefaultTraceSteps;
+  kineto::ReadLimits limits;
 };
 
 // analyze's options, with the same spellings, rules and wording as every
@@ -83,6 +90,27 @@ bool parse_int(const std::string& v, long lo, long hi, long* out) {
   const long n = std::strtol(v.c_str(), nullptr, 10);
   if (errno == ERANGE || n < lo || n > hi) return false;
   *out = n;
+  return true;
+}
+
+// "A size": ASCII digits, then K, M, G or T (powers of 1024, either case)
+// or nothing (bytes), in [1, kMaxSize]: what options.py's "size" takes.
+constexpr size_t kMaxSize = size_t{1} << 50;
+bool parse_size(const std::string& v, size_t* out) {
+  const std::string units = "KMGT";
+  const size_t unit =
+      v.empty() ? std::string::npos : units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(v.back()))));
+  const size_t digits = unit == std::string::npos ? v.size() : v.size() - 1;
+  if (digits == 0) return false;
+  size_t n = 0;
+  for (size_t k = 0; k < digits; ++k) {
+    if (v[k] < '0' || v[k] > '9') return false;
+    n = n * 10 + static_cast<size_t>(v[k] - '0');
+    if (n > kMaxSize) return false;
+  }
+  const int shift = unit == std::string::npos ? 0 : 10 * static_cast<int>(unit + 1);
+  if (n == 0 || n > (kMaxSize >> shift)) return false;
+  *out = n << shift;
   return true;
 }
 
@@ -121,7 +149,8 @@ Args parse(int argc, char** argv) {
       eq = true;
     }
     const std::string canonical = name == "-o" ? "--output" : name;
-    if (canonical != "--output" && canonical != "--top" && canonical != "--trace-steps")
+    if (canonical != "--output" && canonical != "--top" && canonical != "--trace-steps" &&
+        canonical != "--max-trace-size")
       throw Usage("unknown option " + arg + " (see torchneck analyze --help)");
     if (!eq) {
       if (i + 1 >= argc) throw Usage(name + " needs a value");
@@ -137,10 +166,15 @@ Args parse(int argc, char** argv) {
       if (!parse_int(value, 1, 1000, &n)) throw Usage(name + " must be an integer between 1 and 1000, not '" + value + "'");
       a.top = static_cast<size_t>(n);
       compared = std::to_string(n);
-    } else {
+    } else if (canonical == "--trace-steps") {
       if (!parse_int(value, 0, 1000000, &n)) throw Usage(name + " must be an integer between 0 and 1000000, not '" + value + "'");
       a.trace_steps = n;
       compared = std::to_string(n);
+    } else {
+      if (!parse_size(value, &a.limits.max_text))
+        throw Usage(name + " must be a size between 1 and 1024T such as 512M or 20G (bytes, or K, M, G, T: " +
+                    "powers of 1024), not '" + value + "'");
+      compared = std::to_string(a.limits.max_text);
     }
     const auto seen = given.find(canonical);
     if (seen != given.end() && seen->second.second != compared) {
@@ -189,7 +223,7 @@ int run(int argc, char** argv) {
     try {
       // Activities and rank only: the CPU side of the first rank is filled
       // below, while the GPU analyses run.
-      ranks.push_back(run_of_trace(kineto::load_trace(files[i], progress)));
+      ranks.push_back(run_of_trace(kineto::load_trace(files[i], progress, a.limits)));
     } catch (...) {
       remove_created(prepared.created);
       throw;

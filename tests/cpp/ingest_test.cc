@@ -33,6 +33,8 @@
 #include "ingest/kineto_json.h"
 #include "ingest/trace_file.h"
 
+#include <sys/stat.h>
+
 namespace torchneck::kineto {
 namespace {
 
@@ -87,12 +89,12 @@ std::string write_temp(const std::string& name, const std::string& bytes) {
 // load_trace(path) on a thread, waited for at most `seconds`: a hang ends
 // the test binary at once with a message (gtest has no timeout of its own and
 // ctest's default is 25 minutes). Exceptions come back to the caller.
-Trace load_bounded(const std::string& path, int seconds = 60) {
+Trace load_bounded(const std::string& path, int seconds = 60, const ReadLimits& limits = {}) {
   auto done = std::make_shared<std::promise<Trace>>();
   std::future<Trace> result = done->get_future();
-  std::thread([done, path] {
+  std::thread([done, path, limits] {
     try {
-      done->set_value(load_trace(path));
+      done->set_value(load_trace(path, {}, limits));
     } catch (...) {
       done->set_exception(std::current_exception());
     }
@@ -642,8 +644,9 @@ TEST(IngestRejects, CorruptGzip) {
 TEST(IngestRejects, WrongSchema) {
   const char* x = R"("ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7)";
   expect_text_rejected("top_array.json", R"([{"ph": "X", "ts": 1, "dur": 1}])", Where::kEvent);
-  expect_text_rejected("top_number.json", "42", Where::kEvent);
-  expect_text_rejected("top_string.json", R"("traceEvents")", Where::kEvent);
+  // Valid JSON, but neither an object nor an array: refused at its first byte.
+  expect_text_rejected("top_number.json", "42", Where::kByte);
+  expect_text_rejected("top_string.json", R"("traceEvents")", Where::kByte);
   expect_text_rejected("no_events.json", R"({"schemaVersion": 1, "deviceProperties": []})", Where::kEvent);
   expect_text_rejected("events_object.json", R"({"traceEvents": {"ph": "X"}})", Where::kEvent);
   expect_text_rejected("events_number.json", R"({"traceEvents": 5})", Where::kEvent);
@@ -789,6 +792,163 @@ TEST(IngestRejects, ParseTraceNamesThePathItIsGiven) {
       EXPECT_EQ(std::string(e.what()).rfind("memory:trace: ", 0), 0u) << e.what();
     }
   }
+}
+
+// ---- bounded reading ---------------------------------------------------------
+// Only a regular file is read, and its text is held to ReadLimits and to
+// TextBounds as it arrives: a bomb or a text too large fails early, in one line.
+
+// The one line load_trace(path) throws (the test fails if it reads the file).
+std::string refusal_of(const std::string& path, const ReadLimits& limits = {}, int seconds = 60) {
+  try {
+    const Trace t = load_bounded(path, seconds, limits);
+    ADD_FAILURE() << path << " accepted, " << t.events.size() << " events";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+// A gzip (zlib, at `level`) of `head` followed by `fill` up to `total` bytes.
+std::string gzip_filled(const std::string& head, char fill, size_t total, int level) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string chunk(size_t{1} << 20, fill);
+  std::string out, buf(size_t{1} << 20, '\0');
+  size_t fed = 0;
+  int rc = Z_OK;
+  for (bool first = true; rc != Z_STREAM_END; first = false) {
+    const std::string& piece = first ? head : chunk;
+    const size_t n = std::min(piece.size(), total - fed);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece.data()));
+    z.avail_in = static_cast<uInt>(n);
+    fed += n;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buf.data());
+      z.avail_out = static_cast<uInt>(buf.size());
+      rc = deflate(&z, fed == total ? Z_FINISH : Z_NO_FLUSH);
+      out.append(buf.data(), buf.size() - z.avail_out);
+    } while (z.avail_out == 0 || (fed == total && rc != Z_STREAM_END));
+  }
+  deflateEnd(&z);
+  return out;
+}
+
+// The MiB the ratio refusal says were gunzipped: "... times its size (8.2 MiB from ...".
+double gunzipped_mib(const std::string& refusal) {
+  const size_t at = refusal.find("times its size (");
+  if (at == std::string::npos) return -1;
+  size_t used = 0;
+  const double v = std::stod(refusal.substr(at + 16), &used);
+  return refusal.compare(at + 16 + used, 4, " MiB") == 0 ? v : -1;
+}
+
+TEST(IngestBounds, OnlyARegularFileIsRead) {
+  // A FIFO's open waits for a writer and its reading may never end: refused
+  // at once, nothing written to it.
+  const std::string fifo = ::testing::TempDir() + "/torchneck_ingest_test_fifo.json";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(refusal_of(fifo, {}, 20), fifo + ": not a regular file (a FIFO)");
+  try {
+    trace_files(fifo);
+    ADD_FAILURE() << "listed a FIFO";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": not a regular file (a FIFO)");
+  }
+  std::remove(fifo.c_str());
+  EXPECT_EQ(refusal_of("/dev/null"), "/dev/null: not a regular file (a character device)");
+  const std::string folder = ::testing::TempDir() + "/torchneck_ingest_test_folder.json";
+  fs::create_directories(folder);
+  EXPECT_EQ(refusal_of(folder), folder + ": not a regular file (a folder)");
+  fs::remove_all(folder);
+}
+
+TEST(IngestBounds, GzipBombIsRefusedEarly) {
+  const size_t bomb = size_t{64} << 20;
+  for (int level : {1, 9}) {  // zeros gzip 229 times at level 1, 1030 at 9
+    SCOPED_TRACE(level);
+    // Not JSON: refused at its first byte, whatever follows.
+    const std::string name = std::to_string(level) + ".json.gz";
+    const std::string zeros = write_temp("zeros_" + name, gzip_filled("", '\0', bomb, level));
+    EXPECT_EQ(refusal_of(zeros), zeros + ": byte 0: not a JSON trace (starts with 0x00)");
+    // An opening brace, then blanks: refused by the ratio after its first
+    // MiB, not the whole gunzipped (nor the size limit, far above it).
+    const std::string blanks = write_temp("blanks_" + name, gzip_filled("{", ' ', bomb, level));
+    const std::string m = refusal_of(blanks);
+    EXPECT_EQ(m.rfind(blanks + ": gunzips to over 200 times its size (", 0), 0u) << m;
+    EXPECT_NE(m.find("gunzip it and give the .json"), std::string::npos) << m;
+    const double mib = gunzipped_mib(m);
+    EXPECT_GE(mib, 8.0) << m;
+    EXPECT_LE(mib, 9.0) << m;  // the ratio is checked every 256 KB past 8 MiB
+    // With a lower limit, the limit is hit first.
+    ReadLimits small;
+    small.max_text = size_t{4} << 20;
+    EXPECT_EQ(refusal_of(blanks, small), blanks +
+              ": the trace is larger than 4 MiB gunzipped, the limit of --max-trace-size (by default half of this "
+              "machine's memory, as the whole text is held while it is read); --max-trace-size=SIZE raises it");
+  }
+}
+
+// A text gunzipped on the helper thread is checked on its first piece: not
+// JSON, and the helper stops there, not after the whole.
+TEST(IngestBounds, ArrivingTextStopsAtItsFirstPiece) {
+  std::string lines;
+  for (size_t i = 0; lines.size() < (size_t{32} << 20); ++i)
+    lines += "line " + std::to_string(i * 7919 % 100003) + " of a log\n";
+  const std::string gz = gzip_members(lines, 1);
+  ASSERT_LT(lines.size(), gz.size() * detail::TextBounds::kMaxGzipRatio);  // not a bomb by its ratio: the helper's
+  const std::string path = write_temp("log.json.gz", gz);
+  std::unique_ptr<detail::ArrivingText> a = detail::ArrivingText::open(path);
+  ASSERT_NE(a, nullptr);
+  EXPECT_FALSE(a->finish());
+  EXPECT_EQ(a->refusal(), path + ": byte 0: not a JSON trace (starts with 'l')");
+  EXPECT_LE(a->wait(lines.size()), size_t{1} << 20);  // what it had gunzipped when it stopped
+  a.reset();
+  EXPECT_EQ(refusal_of(path), path + ": byte 0: not a JSON trace (starts with 'l')");
+}
+
+TEST(IngestBounds, TextOverTheLimitIsRefusedNamingTheOption) {
+  const std::string text = gunzip_file(fixture_dir() / "a100_event_sync.trace.json.gz");
+  const std::string plain = write_temp("limit.trace.json", text);
+  const std::string one = write_temp("limit_one.trace.json.gz", gzip_members(text, 1));
+  // Three members: the trailer states the last one's size, under the limit.
+  const std::string three = write_temp("limit_three.trace.json.gz", gzip_members(text, 3));
+  ReadLimits limits;
+  limits.max_text = text.size() - 1;
+  const std::string why = ", the limit of --max-trace-size (by default half of this machine's memory, as the "
+                          "whole text is held while it is read); --max-trace-size=SIZE raises it";
+  for (const std::string& path : {plain, one, three}) {
+    const std::string m = refusal_of(path, limits);
+    EXPECT_EQ(m.rfind(path + ": the trace is larger than ", 0), 0u) << m;
+    const std::string end = (path == plain ? "" : " gunzipped") + why;
+    EXPECT_TRUE(m.size() > end.size() && m.compare(m.size() - end.size(), end.size(), end) == 0) << m;
+  }
+  // At the limit: read, as without one.
+  limits.max_text = text.size();
+  const Trace whole = load_trace(plain);
+  ASSERT_GT(whole.events.size(), 0u);
+  for (const std::string& path : {plain, one, three}) {
+    const Trace t = load_bounded(path, 60, limits);
+    EXPECT_EQ(t.events.size(), whole.events.size()) << path;
+  }
+}
+
+// read_trace_file (zlib, in pieces, into a buffer that grows) gives every
+// fixture's text as the oracle's gunzip does, and a large gzip of several
+// members too (its trailer states a third of its size).
+TEST(IngestBounds, ReadInPiecesIsTheWholeText) {
+  for (const std::string& name : fixture_traces()) {
+    const std::string path = (fixture_dir() / name).string();
+    const BigBytes t = detail::read_trace_file(path);
+    EXPECT_TRUE(std::string_view(t.data(), t.size()) == gunzip_file(path)) << name;
+  }
+  const std::string text = gunzip_file(fixture_dir() / "v100_resnet_rank0.trace.json.gz");
+  const std::string three = write_temp("large_three.trace.json.gz", gzip_members(text, 3));
+  const BigBytes t = detail::read_trace_file(three);
+  EXPECT_TRUE(std::string_view(t.data(), t.size()) == text);
+  EXPECT_EQ(std::string(t.data() + t.size(), t.padding()), std::string(t.padding(), '\0'));
 }
 
 }  // namespace
