@@ -155,7 +155,7 @@ COMMANDS = {c.name: c for c in [
             ["torchneck run [options] SCRIPT [ARGS...]", "torchneck run [options] -m MODULE [ARGS...]"],
             _RUN_OPTIONS, RUN_ABOUT, _run, script_target=True),
     Command("analyze", "the report of a torch.profiler (Kineto) trace, or of a folder of rank traces",
-            ["torchneck analyze [options] TRACE"], ["--output", "--top", "--trace-steps"], ANALYZE_ABOUT,
+            ["torchneck analyze [options] TRACE"], ["--output", "--top", "--trace-steps", "--max-trace-size"], ANALYZE_ABOUT,
             _analyze, operand="a trace file or folder"),
     Command("report", "the report of a run again, from its output folder (after a kill -9, too)",
             ["torchneck report [options] DIR"], ["--top", "--trace-steps"], REPORT_ABOUT, _report,

@@ -2,15 +2,18 @@
 // (docs/diff.md). BEFORE and AFTER are run or analyze folders (their
 // profile.json), profile.json files, or Kineto traces (analysed first, as
 // `torchneck analyze` would). No Python, no torch.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +24,8 @@
 #include "compare/trace_profile.h"
 #include "core/files.h"
 #include "ingest/kineto_json.h"
+#include "ingest/read_limits.h"
+#include "ingest/trace_file.h"
 #include "report/output_dir.h"
 #include "report/printable.h"
 #include "tools/one_line_error.h"
@@ -141,13 +146,41 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The first LIMIT bytes of the regular file at PATH (a FIFO or a device is
+// refused at once, without blocking); WHOLE: the file must fit in LIMIT.
+std::string read_file(const std::string& path, size_t limit, bool whole) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot read " + path + ": " + std::strerror(err));
+  }
+  try {
+    kineto::detail::require_regular_file(path, st.st_mode);
+    if (whole && static_cast<size_t>(st.st_size) > limit)
+      throw std::runtime_error(path + ": over " + std::to_string(limit >> 20) +
+                               " MiB, half of this machine's memory: not read");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  std::string out(std::min(static_cast<size_t>(st.st_size), limit), '\0');
+  size_t at = 0;
+  while (at < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + at, out.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(at);
+  return out;
 }
+
+// The first bytes of a file, enough to tell a profile.json from a trace.
+constexpr size_t kSniffBytes = 4096;
 
 // A folder's or file's profile: profile.json, or a Kineto trace analysed.
 ProfileView load(const std::string& path) {
@@ -156,7 +189,7 @@ ProfileView load(const std::string& path) {
   if (!fs::exists(path, ec)) throw std::runtime_error("cannot read " + path + ": no such file or folder");
   if (fs::is_directory(path, ec)) {
     if (fs::is_regular_file(path + "/profile.json", ec))
-      return read_profile(read_file(path + "/profile.json"), path);
+      return read_profile(read_file(path + "/profile.json", kineto::ReadLimits().max_text, true), path);
     if (fs::is_regular_file(path + "/profile.spill", ec))
       throw std::runtime_error(path + ": its run left no profile.json (killed?); `torchneck report " + path +
                                "` rebuilds it from profile.spill");
@@ -168,9 +201,9 @@ ProfileView load(const std::string& path) {
     }
     return read_profile(profile_json_of_traces(path), path);
   }
-  const std::string text = read_file(path);
-  if (text.compare(0, 1, "{") == 0 && text.substr(0, 4096).find("\"torchneck.profile/") != std::string::npos)
-    return read_profile(text, path);
+  const std::string head = read_file(path, kSniffBytes, false);
+  if (head.compare(0, 1, "{") == 0 && head.find("\"torchneck.profile/") != std::string::npos)
+    return read_profile(read_file(path, kineto::ReadLimits().max_text, true), path);
   return read_profile(profile_json_of_traces(path), path);
 }
 

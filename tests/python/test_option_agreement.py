@@ -32,6 +32,10 @@ CASES = [
     ["--trace-steps", "0", "-o", "O", "T"], ["--trace-steps=7", "-o", "O", "T"],
     ["--top=5", "--top", "05", "-o", "O", "T"],           # a repeat that says the same
     ["-o", "O", "--output", "./O/", "T"],                  # the same folder spelled twice
+    ["--max-trace-size=512M", "-o", "O", "T"], ["--max-trace-size", "20g", "-o", "O", "T"],
+    ["--max-trace-size=1048576", "-o", "O", "T"], ["--max-trace-size=1G", "--max-trace-size=1024M", "-o", "O", "T"],
+    ["--max-trace-size=0001T", "-o", "O", "T"], ["--max-trace-size=1024T", "-o", "O", "T"],
+    ["--max-trace-size=00000000000000000000001M", "-o", "O", "T"],
     ["-o", "O", "--", "T"],
     ["--output", "-", "T"],                                # a folder named "-"
     # refused
@@ -40,6 +44,11 @@ CASES = [
     ["--top", "x", "T"], ["--top= 5", "T"], ["--top=+5", "T"], ["--top=1_0", "T"], ["--top=", "T"],
     ["--top=0", "T"], ["--top=1001", "T"], ["--top=99999999999999999999", "T"], ["--trace-steps=-1", "T"],
     ["--trace-steps=1000001", "T"], ["T", "--top"], ["T", "-o"], ["-o", "", "T"], ["--output=", "T"],
+    ["--max-trace-size=0", "T"], ["--max-trace-size=1025T", "T"], ["--max-trace-size=1P", "T"],
+    ["--max-trace-size=5MB", "T"], ["--max-trace-size=-5M", "T"], ["--max-trace-size=+5M", "T"],
+    ["--max-trace-size= 5M", "T"], ["--max-trace-size=M", "T"], ["--max-trace-size=", "T"],
+    ["--max-trace-size=1.5G", "T"], ["--max-trace-size=99999999999999999999999", "T"],
+    ["--max-trace-size=1G", "--max-trace-size=2G", "T"], ["T", "--max-trace-size"], ["--max-trace-size=5\u0661", "T"],
     ["--top=3", "--top=4", "T"], ["--top", "3", "--top", "4", "T"], ["-o", "a", "--output", "b", "T"],
     ["--trace-steps=1", "--trace-steps=2", "T"],
 ]
