@@ -30,7 +30,7 @@ def _merge_ranks(out_dir, p):
     except ImportError as e:
         raise UsageError(f"cannot load the native part ({e}); run `make build`") from None
     try:
-        text = _torchneck.report_ranks(out_dir, os.getcwd(), p.top, p.trace_steps, strict=True)
+        text = _torchneck.report_ranks(os.fsencode(out_dir), os.getcwdb(), p.top, p.trace_steps, strict=True)
     except RuntimeError as e:
         raise UsageError(" ".join(str(e).split())) from None
     sys.stdout.write(text)
@@ -52,8 +52,11 @@ def run(p):
         from torchneck import _torchneck
     except ImportError as e:
         raise UsageError(f"cannot load the native part ({e}); run `make build`") from None
+    # The paths as bytes: a folder whose name is not UTF-8 is read all the same
+    # (as a str it could not be passed). Every failure is a RuntimeError with
+    # a message (src/bindings/report_for_python.h).
     try:
-        text = _torchneck.report_from_spill(out_dir, os.getcwd(), p.top, p.trace_steps)
+        text = _torchneck.report_from_spill(os.fsencode(out_dir), os.getcwdb(), p.top, p.trace_steps)
     except RuntimeError as e:
         raise UsageError(str(e)) from None
     sys.stdout.write(text)

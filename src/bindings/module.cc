@@ -27,6 +27,7 @@
 #include "core/timing.h"
 #include "bindings/gpu_window.h"
 #include "bindings/output_dir_binding.h"
+#include "bindings/report_for_python.h"
 #include "bindings/spiller.h"
 #include "core/clock.h"
 #include "core/interner.h"
@@ -458,8 +459,7 @@ PYBIND11_MODULE(_torchneck, m) {
   m.def(
       "report_from_spill",
       [](const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
-        py::gil_scoped_release nogil;
-        return report_of_dir(dir, cwd, top, trace_steps, nullptr);
+        return report_for_python([&] { return report_of_dir(dir, cwd, top, trace_steps, nullptr); });
       },
       py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
   // run --try: the experiments join the run's spill (so `torchneck report
@@ -481,8 +481,7 @@ PYBIND11_MODULE(_torchneck, m) {
   m.def(
       "report_ranks",
       [](const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps, bool strict) {
-        py::gil_scoped_release nogil;
-        return report_of_ranks(base, cwd, top, trace_steps, strict);
+        return report_for_python([&] { return report_of_ranks(base, cwd, top, trace_steps, strict); });
       },
       py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);

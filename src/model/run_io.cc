@@ -1,14 +1,166 @@
 #include "model/run_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include "core/files.h"
 #include "model/run_io_codec.h"
 
 namespace torchneck {
+namespace run_io_detail {
+
+uint32_t block_checksum(uint32_t section, uint32_t block, uint32_t word, std::string_view payload) {
+  const uint32_t head[3] = {section, block, word};
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(head), sizeof head);
+  if (!payload.empty())
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()));
+  return static_cast<uint32_t>(crc);
+}
+
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i], or 0 (RFC 3629's table).
+size_t utf8_length_at(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // not overlong
+    if (c == 0xed) hi = 0x9f;  // not a surrogate
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // not overlong
+    if (c == 0xf4) hi = 0x8f;  // not past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() - i < n) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0, n = 0; i < s.size(); i += n)
+    if ((n = utf8_length_at(s, i)) == 0) return false;
+  return true;
+}
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_length_at(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+void Writer::begin_section(uint32_t index) {
+  section_ = index;
+  blocks_ = 0;
+  block_.assign(kBlockFrame, '\0');
+}
+
+void Writer::end_section() { emit_block(true); }
+
+void Writer::bytes(std::string_view b) {
+  while (!b.empty()) {
+    const size_t take = std::min(b.size(), kBlockFrame + kMaxBlock - block_.size());
+    block_.append(b.data(), take);
+    b.remove_prefix(take);
+    if (block_.size() == kBlockFrame + kMaxBlock) emit_block(false);
+  }
+}
+
+void Writer::emit_block(bool last) {
+  const std::string_view payload(block_.data() + kBlockFrame, block_.size() - kBlockFrame);
+  const uint32_t word = static_cast<uint32_t>(payload.size()) | (last ? kLastBlock : 0);
+  const uint32_t crc = block_checksum(section_, blocks_++, word, payload);
+  std::memcpy(block_.data(), &word, sizeof word);
+  std::memcpy(block_.data() + sizeof word, &crc, sizeof crc);
+  sink_(block_);
+  block_.resize(kBlockFrame);
+}
+
+bool Input::read(char* into, size_t n) {
+  if (n > left()) return false;
+  if (fd_ < 0) {
+    if (n > 0) std::memcpy(into, bytes_.data() + pos_, n);
+  } else {
+    for (size_t got = 0; got < n;) {
+      const ssize_t r = ::read(fd_, into + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+  }
+  pos_ += n;
+  return true;
+}
+
+void fail_at(uint64_t byte, const std::string& why) {
+  throw std::runtime_error("byte " + std::to_string(byte) + ": " + why);
+}
+
+SectionBytes read_section(Input& in, uint32_t index, const char* name) {
+  const std::string section = std::string("section '") + name + "'";
+  const std::string unreadable = section + " could not be read (a read error, or the file changed as it was read)";
+  SectionBytes s;
+  for (uint32_t block = 0;; ++block) {
+    const uint64_t at = in.pos();
+    char frame[kBlockFrame];
+    if (in.left() < kBlockFrame) fail_at(at, section + " is missing or cut short (the file ends early)");
+    if (!in.read(frame, kBlockFrame)) fail_at(at, unreadable);
+    uint32_t word = 0, crc = 0;
+    std::memcpy(&word, frame, sizeof word);
+    std::memcpy(&crc, frame + sizeof word, sizeof crc);
+    const size_t n = word & ~kLastBlock;
+    if (n > kMaxBlock) fail_at(at, section + " is damaged (a block length is out of range)");
+    if (n > in.left()) fail_at(at, section + " is cut short or damaged (a block runs past the end of the file)");
+    const size_t old = s.payload.size();
+    s.blocks.emplace_back(old, in.pos());
+    s.payload.resize(old + n);
+    if (!in.read(s.payload.data() + old, n)) fail_at(at, unreadable);
+    if (block_checksum(index, block, word, std::string_view(s.payload).substr(old)) != crc)
+      fail_at(at, section + " is damaged (checksum mismatch)");
+    if ((word & kLastBlock) != 0) return s;
+  }
+}
+
+void Reader::fail_from(size_t pos, const std::string& why) const {
+  // The block holding pos: the last one that starts at or before it.
+  const auto after = std::upper_bound(s_.blocks.begin(), s_.blocks.end(), pos,
+                                      [](size_t p, const std::pair<size_t, uint64_t>& b) { return p < b.first; });
+  const uint64_t at = after == s_.blocks.begin() ? 0 : std::prev(after)->second + (pos - std::prev(after)->first);
+  fail_at(at, std::string("section '") + name_ + "': " + why);
+}
+
+}  // namespace run_io_detail
+
 namespace {
 
 using namespace run_io_detail;  // NOLINT: the codec and the sections of run_io_sections.cc
@@ -18,162 +170,44 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
-// experiments; 11: detail windows; 12: step clocks.
-constexpr uint32_t kVersion = 13;
+// experiments; 11: detail windows; 12: step clocks; 14: named sections in
+// checksummed blocks, a checksummed header.
+constexpr uint32_t kVersion = 14;
+// The magic, the version and the CRC-32 of both.
+constexpr size_t kHeaderBytes = sizeof kMagic + 2 * sizeof(uint32_t);
 
-OpKind op_kind(Reader& r) {
-  const auto k = r.num<uint8_t>();
-  if (k >= kNumOpKinds) r.fail("an operator kind is unknown");
-  return static_cast<OpKind>(k);
+uint32_t header_checksum(uint32_t version) {
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(kMagic), sizeof kMagic);
+  return static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(&version), sizeof version));
 }
 
-void put_functions(Writer& w, const std::vector<PyFunctionStats>& fs) {
-  w.num<uint64_t>(fs.size());
-  for (const auto& f : fs) {
-    w.str(f.function);
-    w.str(f.file);
-    w.num<int32_t>(f.line);
-    w.num<uint8_t>(f.builtin);
-    w.num(f.calls);
-    w.num(f.primitive_calls);
-    w.num(f.self_ns);
-    w.num(f.total_ns);
-    w.num(f.self_samples);
-    w.num(f.total_samples);
-    w.num<uint64_t>(f.callers.size());
-    for (const auto& c : f.callers) {
-      w.num(c.caller);
-      w.num(c.calls);
-      w.num(c.primitive_calls);
-      w.num(c.self_ns);
-      w.num(c.total_ns);
-    }
+std::string header() {
+  std::string h(kMagic, sizeof kMagic);
+  const uint32_t words[2] = {kVersion, header_checksum(kVersion)};
+  h.append(reinterpret_cast<const char*>(words), sizeof words);
+  return h;
+}
+
+// A version is named only when the header is whole: a damaged version byte
+// is damage, not another format. Older formats had no header checksum.
+void read_header(Input& in) {
+  char h[kHeaderBytes];
+  if (!in.read(h, sizeof h) || std::memcmp(h, kMagic, sizeof kMagic) != 0)
+    fail_at(0, "not a torchneck spill file (no spill header)");
+  uint32_t version = 0, crc = 0;
+  std::memcpy(&version, h + sizeof kMagic, sizeof version);
+  std::memcpy(&crc, h + sizeof kMagic + sizeof version, sizeof crc);
+  const bool whole = crc == header_checksum(version);
+  if (whole && version == kVersion) return;
+  if (whole || (version < kVersion && crc != header_checksum(kVersion))) {
+    const std::string whose = version < kVersion ? "an older torchneck's" : "a newer torchneck's";
+    fail_at(sizeof kMagic, "spill format version " + std::to_string(version) + " (" + whose +
+                               "); this torchneck reads version " + std::to_string(kVersion));
   }
+  fail_at(sizeof kMagic, "the header is damaged (checksum mismatch)");
 }
 
-std::vector<PyFunctionStats> get_functions(Reader& r) {
-  std::vector<PyFunctionStats> fs(r.count(77));
-  for (auto& f : fs) {
-    f.function = r.str();
-    f.file = r.str();
-    f.line = r.num<int32_t>();
-    f.builtin = r.boolean();
-    f.calls = r.num<uint64_t>();
-    f.primitive_calls = r.num<uint64_t>();
-    f.self_ns = r.num<int64_t>();
-    f.total_ns = r.num<int64_t>();
-    f.self_samples = r.num<uint64_t>();
-    f.total_samples = r.num<uint64_t>();
-    f.callers.resize(r.count(36));
-    for (auto& c : f.callers) {
-      c.caller = r.num<uint32_t>();
-      c.calls = r.num<uint64_t>();
-      c.primitive_calls = r.num<uint64_t>();
-      c.self_ns = r.num<int64_t>();
-      c.total_ns = r.num<int64_t>();
-    }
-  }
-  for (const auto& f : fs)
-    for (const auto& c : f.callers)
-      if (c.caller >= fs.size()) r.fail("a caller index is out of range");
-  return fs;
-}
-
-void put_ops(Writer& w, const std::vector<OpStats>& ops) {
-  w.num<uint64_t>(ops.size());
-  for (const auto& o : ops) {
-    w.str(o.name);
-    w.num<uint8_t>(static_cast<uint8_t>(o.kind));
-    w.num(o.calls);
-    w.num(o.self_ns);
-    w.num(o.total_ns);
-    w.num<uint64_t>(o.shapes.size());
-    for (const auto& s : o.shapes) {
-      w.str(s.shapes);
-      w.num(s.count);
-    }
-    w.num<uint64_t>(o.thread_indices.size());
-    for (uint32_t t : o.thread_indices) w.num(t);
-  }
-}
-
-// Thread indices are checked against `threads` (SIZE_MAX: not checked, for
-// other processes' operators, whose threads are not in this run).
-std::vector<OpStats> get_ops(Reader& r, size_t threads) {
-  std::vector<OpStats> ops(r.count(49));
-  for (auto& o : ops) {
-    o.name = r.str();
-    o.kind = op_kind(r);
-    o.calls = r.num<uint64_t>();
-    o.self_ns = r.num<int64_t>();
-    o.total_ns = r.num<int64_t>();
-    o.shapes.resize(r.count(16));
-    for (auto& s : o.shapes) {
-      s.shapes = r.str();
-      s.count = r.num<uint64_t>();
-    }
-    o.thread_indices.resize(r.count(4));
-    for (auto& t : o.thread_indices) t = threads != SIZE_MAX ? r.index(threads, "operator thread") : r.num<uint32_t>();
-  }
-  return ops;
-}
-
-// An enum stored as its string (model/run_enums.h), so that the format does
-// not depend on the enum's numbering; an unknown one is a load error.
-template <typename FromString>
-auto from_stored(Reader& r, FromString from_string) {
-  const std::string s = r.str();
-  try {
-    return from_string(s);
-  } catch (const std::invalid_argument& e) {
-    r.fail(e.what());
-  }
-}
-
-void put_processes(Writer& w, const std::vector<ProcessInfo>& ps) {
-  w.num<uint64_t>(ps.size());
-  for (const auto& p : ps) {
-    w.num(p.pid);
-    w.str(to_string(p.role));
-    w.num(p.worker_id);
-    w.str(p.start_method);
-    w.num(p.wall_s);
-    w.num(p.busy_s);
-    w.num(p.cpu_s);
-    w.num(p.batches);
-    w.num(p.batch_ns_max);
-    w.num(p.op_calls);
-    w.num(p.python_samples);
-    w.strs(p.top_functions);
-  }
-}
-
-std::vector<ProcessInfo> get_processes(Reader& r) {
-  std::vector<ProcessInfo> ps(r.count(96));
-  for (auto& p : ps) {
-    p.pid = r.num<int64_t>();
-    p.role = from_stored(r, process_role_from_string);
-    p.worker_id = r.num<int64_t>();
-    p.start_method = r.str();
-    p.wall_s = r.num<double>();
-    p.busy_s = r.num<double>();
-    p.cpu_s = r.num<double>();
-    p.batches = r.num<uint64_t>();
-    p.batch_ns_max = r.num<int64_t>();
-    p.op_calls = r.num<uint64_t>();
-    p.python_samples = r.num<uint64_t>();
-    p.top_functions = r.strs();
-  }
-  return ps;
-}
-
-}  // namespace
-
-namespace {
-
-void encode_into(Writer& w, const Run& run) {
-  w.out.append(kMagic, sizeof kMagic);
-  w.num(kVersion);
+void put_run_info(Writer& w, const Run& run) {
   const RunInfo& ri = run.run;
   w.str(ri.script);
   w.strs(ri.argv);
@@ -184,7 +218,22 @@ void encode_into(Writer& w, const Run& run) {
   w.str(to_string(ri.python_mode));
   w.str(to_string(ri.ending));
   w.num(ri.start_unix_s);
+}
 
+void get_run_info(Reader& r, Run& run) {
+  RunInfo& ri = run.run;
+  ri.script = r.str();
+  ri.argv = r.strs();
+  ri.exit_code = r.num<int32_t>();
+  ri.wall_s = r.num<double>();
+  ri.main_thread_cpu_s = r.num<double>();
+  ri.main_thread_runqueue_s = r.num<double>();
+  ri.python_mode = from_stored(r, python_mode_from_string);
+  ri.ending = from_stored(r, run_ending_from_string);
+  ri.start_unix_s = r.num<double>();
+}
+
+void put_env(Writer& w, const Run& run) {
   const EnvFacts& e = run.env;
   w.str(e.python);
   w.str(e.torch);
@@ -207,128 +256,9 @@ void encode_into(Writer& w, const Run& run) {
     w.num(o.param_tensors);
     w.num<uint8_t>(o.foreach);
   }
-
-  w.num<uint64_t>(run.threads.size());
-  for (const auto& t : run.threads) {
-    w.num(t.os_tid);
-    w.str(t.name);
-  }
-  put_functions(w, run.python);
-  w.num<uint64_t>(run.stacks.size());
-  for (const auto& s : run.stacks) {
-    w.num(s.thread_index);
-    w.num<uint64_t>(s.frames.size());
-    for (uint32_t f : s.frames) w.num(f);
-    w.num(s.samples);
-    w.num(s.weight_ns);
-  }
-  w.num(run.python_samples);
-  put_ops(w, run.ops);
-  w.strs(run.strings);
-  w.num<uint64_t>(run.timeline.size());
-  for (const auto& ev : run.timeline) {
-    w.num(ev.start_ns);
-    w.num(ev.end_ns);
-    w.num(ev.seq_nr);
-    w.num(ev.forward_tid);
-    w.num(ev.name_id);
-    w.num(ev.thread_index);
-    w.num<uint8_t>(static_cast<uint8_t>(ev.kind));
-    w.num(ev.depth);
-  }
-  w.num(run.main_thread);
-  w.num(run.dropped_events);
-  w.str(run.detail_mode);
-  w.num<uint64_t>(run.detail_spans.size());
-  for (const auto& d : run.detail_spans) {
-    w.num(d.first);
-    w.num(d.second);
-  }
-  w.num<uint64_t>(run.step_clocks.size());
-  for (const StepClock& c : run.step_clocks) {
-    w.num(c.t_ns);
-    w.num(c.cpu_ns);
-    w.num(c.runqueue_ns);
-    w.num(c.thread_index);
-    w.num(c.step);
-    w.num(c.data_ns);
-  }
-  w.num(run.data_wait_ns);
-  w.num(run.data_wait_cpu_ns);
-  w.num<uint64_t>(run.modules.size());
-  for (const auto& m : run.modules) {
-    w.str(m.name);
-    w.str(m.type);
-    w.num(m.params);
-    w.num(m.parent);
-    w.num<uint8_t>(m.compiled ? 1 : 0);
-  }
-  w.num<uint64_t>(run.module_events.size());
-  for (const auto& m : run.module_events) {
-    w.num(m.t_ns);
-    w.num(m.module);
-    w.num(m.thread_index);
-    w.num(m.is_exit);
-  }
-  w.num(run.dropped_module_events);
-  w.strs(run.notes);
-  put_processes(w, run.processes);
-  put_functions(w, run.worker_python);
-  put_ops(w, run.worker_ops);
-  w.num<uint64_t>(run.samples.size());
-  for (const auto& x : run.samples) {
-    w.num(x.t_ns);
-    w.num(x.thread_index);
-    w.num(x.stack);
-    w.num(x.weight_ns);
-  }
-  w.num(run.dropped_samples);
-  w.num<uint64_t>(run.py_frames.size());
-  for (const auto& f : run.py_frames) {
-    w.num(f.start_ns);
-    w.num(f.end_ns);
-    w.num(f.function);
-    w.num(f.thread_index);
-    w.num(f.depth);
-  }
-  w.num(run.dropped_py_frames);
-  put_memory_and_gc(w, run);
-  put_nvml(w, run);
-  put_gpu_window(w, run.gpu_window);
-  put_experiments(w, run);
-  put_rank(w, run);
-  w.out.append(kMagic, sizeof kMagic);  // a trailer: the file is whole
 }
 
-}  // namespace
-
-std::string encode_run(const Run& run) {
-  Writer w;
-  encode_into(w, run);
-  return std::move(w.out);
-}
-
-Run decode_run(const std::string& bytes) {
-  Reader r(bytes);
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-    r.fail("not a torchneck spill file (bad magic)");
-  for (size_t i = 0; i < sizeof kMagic; ++i) r.num<char>();
-  const auto version = r.num<uint32_t>();
-  if (version != kVersion)
-    r.fail("spill format version " + std::to_string(version) + " is not the one this torchneck reads (" +
-           std::to_string(kVersion) + ")");
-  Run run;
-  RunInfo& ri = run.run;
-  ri.script = r.str();
-  ri.argv = r.strs();
-  ri.exit_code = r.num<int32_t>();
-  ri.wall_s = r.num<double>();
-  ri.main_thread_cpu_s = r.num<double>();
-  ri.main_thread_runqueue_s = r.num<double>();
-  ri.python_mode = from_stored(r, python_mode_from_string);
-  ri.ending = from_stored(r, run_ending_from_string);
-  ri.start_unix_s = r.num<double>();
-
+void get_env(Reader& r, Run& run) {
   EnvFacts& e = run.env;
   e.python = r.str();
   e.torch = r.str();
@@ -351,13 +281,37 @@ Run decode_run(const std::string& bytes) {
     o.param_tensors = r.num<int64_t>();
     o.foreach = r.boolean();
   }
+}
 
+void put_threads(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.threads.size());
+  for (const auto& t : run.threads) {
+    w.num(t.os_tid);
+    w.str(t.name);
+  }
+}
+
+void get_threads(Reader& r, Run& run) {
   run.threads.resize(r.count(16));
   for (auto& t : run.threads) {
     t.os_tid = r.num<uint64_t>();
     t.name = r.str();
   }
-  run.python = get_functions(r);
+}
+
+void put_stacks(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.stacks.size());
+  for (const auto& s : run.stacks) {
+    w.num(s.thread_index);
+    w.num<uint64_t>(s.frames.size());
+    for (uint32_t f : s.frames) w.num(f);
+    w.num(s.samples);
+    w.num(s.weight_ns);
+  }
+  w.num(run.python_samples);
+}
+
+void get_stacks(Reader& r, Run& run) {
   run.stacks.resize(r.count(28));
   for (auto& s : run.stacks) {
     s.thread_index = r.index(run.threads.size(), "stack thread");
@@ -367,8 +321,25 @@ Run decode_run(const std::string& bytes) {
     s.weight_ns = r.num<int64_t>();
   }
   run.python_samples = r.num<uint64_t>();
-  run.ops = get_ops(r, run.threads.size());
-  run.strings = r.strs();
+}
+
+void put_timeline(Writer& w, const Run& run) {
+  w.num<uint64_t>(run.timeline.size());
+  for (const auto& ev : run.timeline) {
+    w.num(ev.start_ns);
+    w.num(ev.end_ns);
+    w.num(ev.seq_nr);
+    w.num(ev.forward_tid);
+    w.num(ev.name_id);
+    w.num(ev.thread_index);
+    w.num<uint8_t>(static_cast<uint8_t>(ev.kind));
+    w.num(ev.depth);
+  }
+  w.num(run.main_thread);
+  w.num(run.dropped_events);
+}
+
+void get_timeline(Reader& r, Run& run) {
   run.timeline.resize(r.count(42));
   for (auto& ev : run.timeline) {
     ev = OpEvent{};
@@ -384,94 +355,126 @@ Run decode_run(const std::string& bytes) {
   run.main_thread = r.num<uint32_t>();
   if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
   run.dropped_events = r.num<uint64_t>();
-  run.detail_mode = r.str();
-  run.detail_spans.resize(r.count(16));
-  for (auto& d : run.detail_spans) {
-    d.first = r.num<int64_t>();
-    d.second = r.num<int64_t>();
+}
+
+struct Section {
+  const char* name;  // for errors: "section 'ops' is damaged"
+  void (*put)(Writer&, const Run&);
+  void (*get)(Reader&, Run&);
+};
+
+// In the order they are stored: a section's indices are checked against the
+// sections before it (threads, Python functions, strings, stacks, modules).
+constexpr Section kSections[] = {
+    {"run", put_run_info, get_run_info},
+    {"environment", put_env, get_env},
+    {"threads", put_threads, get_threads},
+    {"python", [](Writer& w, const Run& run) { put_functions(w, run.python); },
+     [](Reader& r, Run& run) { run.python = get_functions(r); }},
+    {"stacks", put_stacks, get_stacks},
+    {"ops", [](Writer& w, const Run& run) { put_ops(w, run.ops); },
+     [](Reader& r, Run& run) { run.ops = get_ops(r, run.threads.size()); }},
+    {"strings", [](Writer& w, const Run& run) { w.strs(run.strings); },
+     [](Reader& r, Run& run) { run.strings = r.strs(); }},
+    {"timeline", put_timeline, get_timeline},
+    {"steps", put_steps, get_steps},
+    {"modules", put_modules, get_modules},
+    {"notes", [](Writer& w, const Run& run) { w.strs(run.notes); }, [](Reader& r, Run& run) { run.notes = r.strs(); }},
+    {"processes", [](Writer& w, const Run& run) { put_processes(w, run.processes); },
+     [](Reader& r, Run& run) { run.processes = get_processes(r); }},
+    {"worker python", [](Writer& w, const Run& run) { put_functions(w, run.worker_python); },
+     [](Reader& r, Run& run) { run.worker_python = get_functions(r); }},
+    // Other processes' threads are not in this run: their indices are not checked.
+    {"worker ops", [](Writer& w, const Run& run) { put_ops(w, run.worker_ops); },
+     [](Reader& r, Run& run) { run.worker_ops = get_ops(r, SIZE_MAX); }},
+    {"samples", put_samples, get_samples},
+    {"python frames", put_py_frames, get_py_frames},
+    {"memory and gc", put_memory_and_gc, get_memory_and_gc},
+    {"nvml", put_nvml, get_nvml},
+    {"gpu window", put_gpu_window, get_gpu_window},
+    {"experiments", put_experiments, get_experiments},
+    {"rank", put_rank, get_rank},
+};
+
+void encode_into(const Writer::Sink& sink, const Run& run) {
+  sink(header());
+  Writer w(sink);
+  for (uint32_t i = 0; i < std::size(kSections); ++i) {
+    w.begin_section(i);
+    kSections[i].put(w, run);
+    w.end_section();
   }
-  run.step_clocks.resize(r.count(44));
-  for (StepClock& c : run.step_clocks) {
-    c.t_ns = r.num<int64_t>();
-    c.cpu_ns = r.num<int64_t>();
-    c.runqueue_ns = r.num<int64_t>();
-    c.thread_index = r.num<uint32_t>();
-    c.step = r.num<uint64_t>();
-    c.data_ns = r.num<int64_t>();
-    if (!run.threads.empty() && c.thread_index >= run.threads.size()) r.fail("a step clock's thread is out of range");
+}
+
+Run decode(Input& in) {
+  read_header(in);
+  Run run;
+  for (uint32_t i = 0; i < std::size(kSections); ++i) {
+    const SectionBytes bytes = read_section(in, i, kSections[i].name);
+    Reader r(bytes, kSections[i].name);
+    kSections[i].get(r, run);
+    if (!r.done()) r.fail("unexpected bytes after its last field");
   }
-  run.data_wait_ns = r.num<int64_t>();
-  run.data_wait_cpu_ns = r.num<int64_t>();
-  run.modules.resize(r.count(29));
-  for (auto& m : run.modules) {
-    m.name = r.str();
-    m.type = r.str();
-    m.params = r.num<int64_t>();
-    m.parent = r.num<int32_t>();
-    m.compiled = r.num<uint8_t>() != 0;
-  }
-  for (const auto& m : run.modules)
-    if (m.parent < -1 || m.parent >= static_cast<int64_t>(run.modules.size())) r.fail("a module parent is out of range");
-  run.module_events.resize(r.count(17));
-  for (auto& m : run.module_events) {
-    m = ModuleEvent{};
-    m.t_ns = r.num<int64_t>();
-    m.module = r.index(run.modules.size(), "module event");
-    m.thread_index = r.index(run.threads.size(), "module event thread");
-    m.is_exit = r.num<uint8_t>();
-  }
-  run.dropped_module_events = r.num<uint64_t>();
-  run.notes = r.strs();
-  run.processes = get_processes(r);
-  run.worker_python = get_functions(r);
-  run.worker_ops = get_ops(r, SIZE_MAX);
-  run.samples.resize(r.count(24));
-  for (auto& x : run.samples) {
-    x.t_ns = r.num<int64_t>();
-    x.thread_index = r.index(run.threads.size(), "sample thread");
-    x.stack = r.num<uint32_t>();
-    if (x.stack != PySample::kNoStack && x.stack >= run.stacks.size()) r.fail("a sample's stack is out of range");
-    x.weight_ns = r.num<int64_t>();
-  }
-  run.dropped_samples = r.num<uint64_t>();
-  run.py_frames.resize(r.count(28));
-  for (auto& f : run.py_frames) {
-    f.start_ns = r.num<int64_t>();
-    f.end_ns = r.num<int64_t>();
-    f.function = r.index(run.python.size(), "python frame function");
-    f.thread_index = r.index(run.threads.size(), "python frame thread");
-    f.depth = r.num<uint32_t>();
-  }
-  run.dropped_py_frames = r.num<uint64_t>();
-  get_memory_and_gc(r, run);
-  get_nvml(r, run);
-  get_gpu_window(r, run.gpu_window);
-  get_experiments(r, run);
-  get_rank(r, run);
-  for (size_t i = 0; i < sizeof kMagic; ++i)
-    if (r.num<char>() != kMagic[i]) r.fail("the trailer is missing (the file was cut or corrupted)");
-  if (!r.done()) r.fail("unexpected data after the trailer");
+  if (in.left() != 0) fail_at(in.pos(), "unexpected bytes after the last section");
   return run;
 }
 
+std::runtime_error cannot_read(const std::string& path, const std::string& why) {
+  return std::runtime_error("cannot read " + path + ": " + why);
+}
+
+std::string not_regular(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO, not a regular file";
+  if (S_ISDIR(mode)) return "a folder, not a regular file";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device, not a regular file";
+  if (S_ISSOCK(mode)) return "a socket, not a regular file";
+  return "not a regular file";
+}
+
+// PATH opened for reading, if it is a regular file: checked before opening,
+// and opened without blocking (a FIFO put there in between is seen by fstat
+// before any read). Sets *size to what the file says its size is.
+int open_regular_file(const std::string& path, uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw cannot_read(path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw cannot_read(path, not_regular(st.st_mode));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw cannot_read(path, std::strerror(errno));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw cannot_read(path, "not a regular file");
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+}  // namespace
+
+std::string encode_run(const Run& run) {
+  std::string out;
+  encode_into([&out](std::string_view piece) { out.append(piece); }, run);
+  return out;
+}
+
+Run decode_run(const std::string& bytes) {
+  Input in(bytes);
+  return decode(in);
+}
+
 void save_run(const Run& run, const std::string& path) {
-  write_file_atomically(path, [&run](const std::function<void(std::string_view)>& sink) {
-    Writer w(sink);
-    encode_into(w, run);
-    w.flush();
-  });
+  write_file_atomically(path, [&run](const std::function<void(std::string_view)>& sink) { encode_into(sink, run); });
 }
 
 Run load_run(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  bool ok = false;
-  const std::string bytes = read_rest(f, &ok);
-  std::fclose(f);
-  if (!ok) throw std::runtime_error("cannot read " + path + ": read error");
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
   try {
-    return decode_run(bytes);
+    Input in(fd, size);
+    Run run = decode(in);
+    ::close(fd);
+    return run;
   } catch (const std::runtime_error& e) {
+    ::close(fd);
     throw std::runtime_error(path + ": " + e.what());
   }
 }

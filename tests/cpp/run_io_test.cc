@@ -1,18 +1,28 @@
 // The spill file: a Run written and read back is the same Run, and a damaged
-// file is an error naming a byte offset, never a crash.
+// file is an error naming a byte offset and the section, never a crash and
+// never a run with other numbers.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/files.h"
 #include "model/run_io.h"
 #include "model/run_io_codec.h"
 #include "report/profile_json.h"
 #include "analyze/analysis.h"
+#include "spill_blocks.h"
 
 namespace torchneck {
 namespace {
@@ -133,6 +143,36 @@ Run full_run() {
   return r;
 }
 
+// The sections in the order run_io.cc stores them.
+const std::vector<std::string> kSectionNames = {
+    "run", "environment", "threads", "python", "stacks", "ops", "strings", "timeline", "steps", "modules", "notes",
+    "processes", "worker python", "worker ops", "samples", "python frames", "memory and gc", "nvml", "gpu window",
+    "experiments", "rank"};
+
+using test_support::kSpillHeaderBytes;
+using test_support::resealed;
+using test_support::spill_blocks;
+using test_support::SpillBlock;
+
+const SpillBlock& block_holding(const std::vector<SpillBlock>& blocks, size_t pos) {
+  for (const SpillBlock& b : blocks)
+    if (pos < b.at + run_io_detail::kBlockFrame + b.payload_bytes) return b;
+  throw std::out_of_range("no block holds byte " + std::to_string(pos));
+}
+
+// Why BYTES are refused ("" when they are read).
+std::string refusal(const std::string& bytes) {
+  try {
+    decode_run(bytes);
+    return "";
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+}
+
+std::string le_bytes(uint64_t v, size_t n) { return std::string(reinterpret_cast<const char*>(&v), n); }
+std::string stored(const std::string& s) { return le_bytes(s.size(), 8) + s; }
+
 TEST(RunIo, RoundTripKeepsEveryField) {
   // GIVEN a run with every field set
   const torchneck::Run before = full_run();
@@ -212,30 +252,164 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(profile_json(after, analyze(after, o)), profile_json(before, analyze(before, o)));
 }
 
+TEST(RunIo, TheSectionsAreStoredInTheirOrder) {
+  const std::vector<SpillBlock> blocks = spill_blocks(encode_run(full_run()));
+  ASSERT_FALSE(blocks.empty());
+  EXPECT_EQ(blocks.back().section + 1, kSectionNames.size());
+}
+
 TEST(RunIo, EveryTruncationIsAnErrorWithAnOffset) {
   const std::string bytes = encode_run(full_run());
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
-    try {
-      decode_run(bytes.substr(0, cut));
-      ADD_FAILURE() << "a file cut at byte " << cut << " was accepted";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("at byte"), std::string::npos) << e.what();
+    const std::string m = refusal(bytes.substr(0, cut));
+    EXPECT_EQ(m.rfind("byte ", 0), 0u) << "a file cut at byte " << cut << ": " << (m.empty() ? "accepted" : m);
+  }
+}
+
+// Each kind of byte changed (the header's, a length, a name, a number, a
+// block's frame): refused, naming the damaged block's section and first byte.
+TEST(RunIo, ADamagedByteIsRefusedNamingItsSectionAndByte) {
+  const std::string bytes = encode_run(full_run());
+  const std::vector<SpillBlock> blocks = spill_blocks(bytes);
+  const auto damaged_at = [&](size_t pos) {
+    std::string b = bytes;
+    b[pos] = static_cast<char>(b[pos] ^ 0x01);
+    return refusal(b);
+  };
+  const auto expected = [&](size_t pos) {
+    const SpillBlock& b = block_holding(blocks, pos);
+    return "byte " + std::to_string(b.at) + ": section '" + kSectionNames.at(b.section) +
+           "' is damaged (checksum mismatch)";
+  };
+  EXPECT_EQ(damaged_at(8), "byte 8: the header is damaged (checksum mismatch)");  // the version
+  EXPECT_EQ(damaged_at(3), "byte 0: not a torchneck spill file (no spill header)");
+  const size_t script_length = bytes.find(stored("train.py"));
+  ASSERT_NE(script_length, std::string::npos);
+  EXPECT_EQ(damaged_at(script_length), expected(script_length));
+  EXPECT_EQ(kSectionNames.at(block_holding(blocks, script_length).section), "run");
+  const size_t shapes = bytes.find("[[8, 8], [8, 8]] float,float");
+  ASSERT_NE(shapes, std::string::npos);
+  EXPECT_EQ(damaged_at(shapes + 3), expected(shapes + 3));
+  EXPECT_EQ(kSectionNames.at(block_holding(blocks, shapes).section), "ops");
+  const size_t data_wait_cpu = bytes.find(le_bytes(1'250'000, 8));
+  ASSERT_NE(data_wait_cpu, std::string::npos);
+  EXPECT_EQ(damaged_at(data_wait_cpu + 1), expected(data_wait_cpu + 1));
+  EXPECT_EQ(kSectionNames.at(block_holding(blocks, data_wait_cpu).section), "steps");
+  const SpillBlock& timeline = blocks.at(7);
+  ASSERT_EQ(timeline.section, 7u);
+  EXPECT_EQ(damaged_at(timeline.at + 5), expected(timeline.at + 5));  // the checksum itself
+  // a block's length: past the end of the file, or past any block's length
+  for (const auto& [word, why] : std::vector<std::pair<uint32_t, std::string>>{
+           {static_cast<uint32_t>(run_io_detail::kMaxBlock),
+            "is cut short or damaged (a block runs past the end of the file)"},
+           {0x7fff0000u, "is damaged (a block length is out of range)"}}) {
+    std::string b = bytes;
+    std::memcpy(b.data() + timeline.at, &word, sizeof word);
+    EXPECT_EQ(refusal(b), "byte " + std::to_string(timeline.at) + ": section 'timeline' " + why);
+  }
+}
+
+TEST(RunIo, EveryChangedByteIsRefused) {
+  // GIVEN a spill, WHEN any one of its bytes is changed (a bit, the top bit,
+  // all bits) THEN it is refused, naming the header or the damaged block
+  const std::string bytes = encode_run(full_run());
+  const std::vector<SpillBlock> blocks = spill_blocks(bytes);
+  for (size_t pos = 0; pos < bytes.size(); ++pos) {
+    for (const int flip : {0x01, 0x80, 0xff}) {
+      std::string b = bytes;
+      b[pos] = static_cast<char>(b[pos] ^ flip);
+      const std::string m = refusal(b);
+      std::string start = pos < 8 ? "byte 0: " : "byte 8: ";
+      if (pos >= kSpillHeaderBytes) {
+        const SpillBlock& k = block_holding(blocks, pos);
+        start = "byte " + std::to_string(k.at) + ": section '" + kSectionNames.at(k.section) + "' ";
+      }
+      EXPECT_EQ(m.rfind(start, 0), 0u) << "byte " << pos << " ^ " << flip << ": " << (m.empty() ? "accepted" : m);
     }
   }
 }
 
-TEST(RunIo, CorruptBytesNeverCrashOrAllocateWithoutBound) {
-  // GIVEN random single-byte and multi-byte corruptions of a valid file
+TEST(RunIo, AnotherFormatVersionIsNamed) {
+  const std::string magic = "TNKSPILL";
+  // GIVEN the start of a version 13 spill (no header checksum: the script's
+  // length follows the version)
+  const std::string v13 = magic + le_bytes(13, 4) + stored("train.py");
+  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 14");
+  // and a newer version's header, whole
+  std::string v15 = magic + le_bytes(15, 4);
+  v15 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v15.data()), static_cast<uInt>(v15.size())), 4);
+  EXPECT_EQ(refusal(v15), "byte 8: spill format version 15 (a newer torchneck's); this torchneck reads version 14");
+  // but a version byte changed in this version's header is damage
+  std::string b = encode_run(full_run());
+  b[8] = 13;
+  EXPECT_EQ(refusal(b), "byte 8: the header is damaged (checksum mismatch)");
+}
+
+TEST(RunIo, ANameThatIsNotUtf8IsRefusedAndNeverWritten) {
+  // GIVEN a spill whose operator name became invalid UTF-8 behind a right checksum
   const std::string bytes = encode_run(full_run());
+  const size_t name = bytes.find(stored("aten::mm"));
+  ASSERT_NE(name, std::string::npos);
+  std::string b = bytes;
+  b[name + 8 + 6] = static_cast<char>(0xff);
+  // THEN it is refused, naming the string's first byte
+  EXPECT_EQ(refusal(resealed(b)), "byte " + std::to_string(name + 8) + ": section 'ops': a name is not valid UTF-8");
+  // AND a run whose thread name was cut mid-character is written with U+FFFD
+  // in its place, and read back
+  torchneck::Run r = full_run();
+  r.threads[1].name = "pin_mem\xc3";
+  const torchneck::Run back = decode_run(encode_run(r));
+  EXPECT_EQ(back.threads[1].name, "pin_mem\xef\xbf\xbd");
+}
+
+TEST(RunIo, Utf8IsCheckedAsPythonDecodesIt) {
+  for (const char* ok :
+       {"", "plain", "h\xc3\xa9", "\xe2\x82\xac", "\xed\x9f\xbf", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"})
+    EXPECT_TRUE(run_io_detail::is_valid_utf8(ok)) << ok;
+  // overlong forms, a surrogate, past U+10FFFF, a lone continuation, cut short
+  for (const char* bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80",
+                          "ab\xe2\x82", "\xff"})
+    EXPECT_FALSE(run_io_detail::is_valid_utf8(bad)) << bad;
+}
+
+TEST(RunIo, ACountPastItsSectionIsRefusedBehindARightChecksum) {
+  // GIVEN the timeline's event count made huge, its checksum made right
+  const torchneck::Run run = full_run();
+  std::string b = encode_run(run);
+  const SpillBlock& timeline = spill_blocks(b).at(7);
+  const size_t count = timeline.at + run_io_detail::kBlockFrame;
+  uint64_t n = 0;
+  std::memcpy(&n, b.data() + count, sizeof n);
+  ASSERT_EQ(n, run.timeline.size());
+  b.replace(count, 8, le_bytes(uint64_t{1} << 60, 8));
+  // THEN it is refused, not allocated
+  EXPECT_EQ(refusal(resealed(b)),
+            "byte " + std::to_string(count) + ": section 'timeline': a count is larger than the rest of the section");
+}
+
+TEST(RunIo, BytesAfterTheLastSectionAreRefused) {
+  const std::string bytes = encode_run(full_run());
+  EXPECT_EQ(refusal(bytes + "x"), "byte " + std::to_string(bytes.size()) + ": unexpected bytes after the last section");
+}
+
+TEST(RunIo, CorruptBytesNeverCrashOrAllocateWithoutBound) {
+  // GIVEN random single-byte and multi-byte corruptions of a valid file,
+  // half of them behind right checksums (the checks after the checksum)
+  const std::string bytes = encode_run(full_run());
+  std::vector<size_t> payload;  // positions of section bytes, not frames
+  for (const SpillBlock& b : spill_blocks(bytes))
+    for (size_t k = 0; k < b.payload_bytes; ++k) payload.push_back(b.at + run_io_detail::kBlockFrame + k);
   std::mt19937 rng(42);
   size_t rejected = 0;
   for (int i = 0; i < 20000; ++i) {
     std::string b = bytes;
+    const bool reseal = i % 2 == 0;
     const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < flips; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    for (int k = 0; k < flips; ++k)
+      b[reseal ? payload[rng() % payload.size()] : rng() % b.size()] = static_cast<char>(rng());
     // THEN decoding either fails cleanly or yields a run the analysis can read
     try {
-      const torchneck::Run r = decode_run(b);
+      const torchneck::Run r = decode_run(reseal ? resealed(b) : b);
       SummaryOptions o;
       (void)profile_json(r, analyze(r, o));
     } catch (const std::runtime_error&) {
@@ -257,18 +431,49 @@ TEST(RunIo, SaveAndLoadNameTheFile) {
   }
 }
 
-// save_run writes the encoding in pieces as it goes: the file must be the
+TEST(RunIo, OnlyARegularFileIsReadAndAFifoNeverBlocks) {
+  // GIVEN a FIFO where the spill would be, with no writer
+  const std::string fifo = ::testing::TempDir() + "/torchneck_run_io_fifo.spill";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // WHEN it is loaded
+  auto loading = std::async(std::launch::async, [&fifo] {
+    try {
+      load_run(fifo);
+      return std::string("accepted");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+  });
+  if (loading.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // the blocked reader then reads its end
+    if (writer >= 0) ::close(writer);
+    ADD_FAILURE() << "reading a FIFO blocked";
+  }
+  // THEN it is refused, saying what it is
+  EXPECT_EQ(loading.get(), "cannot read " + fifo + ": a FIFO, not a regular file");
+  std::remove(fifo.c_str());
+  // AND so is a folder
+  try {
+    load_run(::testing::TempDir());
+    ADD_FAILURE() << "a folder was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot read " + ::testing::TempDir() + ": a folder, not a regular file");
+  }
+}
+
+// save_run writes the encoding in blocks as it goes: the file must be the
 // same bytes as the encoding made whole, for a run many pieces long.
 TEST(RunIo, SavedInPiecesIsTheWholeEncoding) {
   torchneck::Run big = full_run();
-  for (int i = 0; i < 40000; ++i) {  // ~50 bytes an event: several 256 KB pieces
+  for (int i = 0; i < 40000; ++i) {  // ~50 bytes an event: several 256 KB blocks
     OpEvent e = big.timeline.front();
     e.start_ns += i;
     e.end_ns += i;
     big.timeline.push_back(e);
   }
   const std::string bytes = encode_run(big);
-  ASSERT_GT(bytes.size(), 4 * run_io_detail::Writer::kPiece);
+  ASSERT_GT(bytes.size(), 4 * run_io_detail::kMaxBlock);
   const std::string path = ::testing::TempDir() + "/torchneck_run_io_pieces.spill";
   save_run(big, path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
