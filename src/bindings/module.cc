@@ -458,8 +458,8 @@ PYBIND11_MODULE(_torchneck, m) {
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
       "report_from_spill",
-      [](const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
-        return report_for_python([&] { return report_of_dir(dir, cwd, top, trace_steps, nullptr); });
+      [](const FsPath& dir, const FsPath& cwd, size_t top, int64_t trace_steps) {
+        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, nullptr); });
       },
       py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
   // run --try: the experiments join the run's spill (so `torchneck report
@@ -468,20 +468,15 @@ PYBIND11_MODULE(_torchneck, m) {
       "report_with_experiments",
       [](const FsPath& dir, const FsPath& cwd, const std::vector<Experiment>& experiments, size_t top,
          int64_t trace_steps) {
-        std::string text;
-        {
-          py::gil_scoped_release nogil;
-          text = report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, &experiments);
-        }
-        return shown_text(text);
+        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, &experiments); });
       },
       py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = 15,
       py::arg("trace_steps") = kDefaultTraceSteps);
   // A distributed job's folder: the ranks' reports merged into BASE.
   m.def(
       "report_ranks",
-      [](const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps, bool strict) {
-        return report_for_python([&] { return report_of_ranks(base, cwd, top, trace_steps, strict); });
+      [](const FsPath& base, const FsPath& cwd, size_t top, int64_t trace_steps, bool strict) {
+        return report_for_python([&] { return report_of_ranks(base.bytes, cwd.bytes, top, trace_steps, strict); });
       },
       py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);

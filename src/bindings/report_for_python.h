@@ -10,19 +10,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "bindings/output_dir_binding.h"
+
 namespace torchneck {
 
-// TEXT as a str, bytes that are not UTF-8 shown as U+FFFD: pybind11's own
-// conversion raises UnicodeDecodeError, a traceback for the user.
-inline pybind11::str python_str(const std::string& text) {
-  PyObject* s = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
-  if (s == nullptr) throw pybind11::error_already_set();
-  return pybind11::reinterpret_steal<pybind11::str>(s);
-}
-
 // make_report() without the GIL. A C++ exception becomes a RuntimeError whose
-// message is valid UTF-8 and never blank: pybind11 raises a RuntimeError
-// with no message at all for a what() that is not UTF-8.
+// message is never blank; the module's exception translator
+// (output_dir_binding.cc) shows its bytes that are not UTF-8 as \xff.
 template <typename MakeReport>
 pybind11::str report_for_python(MakeReport make_report) {
   std::string text;
@@ -39,9 +33,9 @@ pybind11::str report_for_python(MakeReport make_report) {
       error = "an unknown internal error";
     }
   }
-  if (!error) return python_str(text);
+  if (!error) return shown_text(text);
   if (error->find_first_not_of(" \t\r\n") == std::string::npos) error = "an internal error without a message";
-  throw std::runtime_error(python_str(*error).cast<std::string>());
+  throw std::runtime_error(*error);  // shown as shown_text by the module's exception translator
 }
 
 }  // namespace torchneck

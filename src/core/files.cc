@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -117,6 +118,35 @@ void write_file_atomically(const std::string& path,
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
+}
+
+void require_regular_file(const std::string& path, unsigned mode) {
+  if (S_ISREG(mode)) return;
+  const char* kind = S_ISDIR(mode)    ? "a folder"
+                     : S_ISFIFO(mode) ? "a FIFO"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISSOCK(mode) ? "a socket"
+                                      : "not a file";
+  throw std::runtime_error(path + ": not a regular file (" + kind + ")");
+}
+
+int open_regular_file(const std::string& path, uint64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw std::runtime_error(path + ": cannot open (" + std::strerror(err) + ")");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    require_regular_file(path, st.st_mode);
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a network file system may heed it
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
 }
 
 std::string read_rest(std::FILE* f, bool* ok) {

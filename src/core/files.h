@@ -1,6 +1,7 @@
 // Files written whole or not at all.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -42,6 +43,17 @@ void write_file_atomically(const std::string& path,
 // fopen would). Returns the descriptor and sets *name, or returns -1 with
 // errno set.
 int create_fresh_file(const std::string& dir, const std::string& prefix, std::string* name);
+
+// Throws std::runtime_error "PATH: not a regular file (a FIFO)" unless
+// `mode` (stat's st_mode) is a regular file's.
+void require_regular_file(const std::string& path, unsigned mode);
+
+// PATH opened for reading, if it is a regular file: opened without blocking
+// (a FIFO's open waits for a writer), then refused by fstat unless regular
+// (require_regular_file), so a FIFO or a device that may never end is never
+// read. Sets *size to the file's size. Throws std::runtime_error "PATH:
+// cannot open (why)".
+int open_regular_file(const std::string& path, uint64_t* size);
 
 // What is left to read of `f` (a pipe too: in pieces), and whether it was
 // read without error. Does not close f.

@@ -1,5 +1,6 @@
 #include "ingest/kineto_json.h"
 
+#include "core/files.h"
 #include "core/timing.h"
 #include "ingest/exact_times.h"
 #include "ingest/kineto_parser.h"
@@ -434,7 +435,7 @@ std::vector<std::string> trace_files(const std::string& path) {
   if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
   if (!fs::is_directory(path, ec)) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) detail::require_regular_file(path, st.st_mode);
+    if (::stat(path.c_str(), &st) == 0) require_regular_file(path, st.st_mode);
     return {path};
   }
   std::vector<std::string> files;

@@ -1,5 +1,7 @@
 #include "ingest/trace_file.h"
 
+#include "core/files.h"
+
 #include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
@@ -93,24 +95,6 @@ struct Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
-// Opened without blocking (a FIFO's open waits for a writer), then refused
-// unless a regular file: a FIFO or a device may never end.
-int open_regular_file(const std::string& path, struct stat* st) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
-  if (::fstat(fd, st) != 0) {
-    ::close(fd);
-    throw std::runtime_error(path + ": cannot open (" + std::strerror(errno) + ")");
-  }
-  try {
-    require_regular_file(path, st->st_mode);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a network file system may heed it
-  return fd;
-}
 
 // One gzip member of exactly `size` bytes into out, checksum checked, in
 // pieces of `step` bytes, each reported to piece(bytes there, bytes of
@@ -209,17 +193,6 @@ BigBytes read_as_is(const std::string& path, int fd, size_t len, TextBounds& bou
 
 }  // namespace
 
-void require_regular_file(const std::string& path, unsigned mode) {
-  if (S_ISREG(mode)) return;
-  const char* kind = S_ISDIR(mode)    ? "a folder"
-                     : S_ISFIFO(mode) ? "a FIFO"
-                     : S_ISCHR(mode)  ? "a character device"
-                     : S_ISBLK(mode)  ? "a block device"
-                     : S_ISSOCK(mode) ? "a socket"
-                                      : "not a file";
-  throw std::runtime_error(path + ": not a regular file (" + kind + ")");
-}
-
 std::string not_a_json_trace(const std::string& path, size_t at, char c) {
   char shown[16];
   if (c > ' ' && c < 0x7f) std::snprintf(shown, sizeof shown, "'%c'", c);
@@ -257,9 +230,9 @@ bool TextBounds::refuse(std::string why) {
 }
 
 BigBytes read_trace_file(const std::string& path, const ReadLimits& limits) {
-  struct stat st {};
-  const Fd f(open_regular_file(path, &st));
-  const size_t len = static_cast<size_t>(st.st_size);
+  uint64_t file_size = 0;
+  const Fd f(open_regular_file(path, &file_size));
+  const size_t len = static_cast<size_t>(file_size);
   TextBounds bounds(path, limits);
   char magic[2] = {0, 0};
   if (::pread(f.fd, magic, 2, 0) != 2 || !is_gzip(magic, 2))
@@ -271,12 +244,12 @@ BigBytes read_trace_file(const std::string& path, const ReadLimits& limits) {
 }
 
 std::unique_ptr<ArrivingText> ArrivingText::open(const std::string& path, const ReadLimits& limits) {
-  struct stat st {};
-  const int fd = open_regular_file(path, &st);
+  uint64_t file_size = 0;
+  const int fd = open_regular_file(path, &file_size);
   std::unique_ptr<ArrivingText> a(new ArrivingText(path, limits));
   a->fd_ = fd;
-  if (st.st_size <= 0) return nullptr;
-  const size_t len = static_cast<size_t>(st.st_size);
+  if (file_size == 0) return nullptr;
+  const size_t len = static_cast<size_t>(file_size);
   char magic[2] = {0, 0};
   if (::pread(fd, magic, 2, 0) != 2) return nullptr;
   if (!is_gzip(magic, 2)) {

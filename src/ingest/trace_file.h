@@ -24,10 +24,6 @@
 
 namespace torchneck::kineto::detail {
 
-// Throws "PATH: not a regular file (a FIFO)" unless `mode` (stat's st_mode)
-// is a regular file's.
-void require_regular_file(const std::string& path, unsigned mode);
-
 // "PATH: byte N: not a JSON trace (starts with 0x00)": a Kineto trace is a
 // JSON object or array, and `c`, the text's first byte that is not a blank,
 // at `at`, opens neither.

@@ -419,35 +419,6 @@ Run decode(Input& in) {
   return run;
 }
 
-std::runtime_error cannot_read(const std::string& path, const std::string& why) {
-  return std::runtime_error("cannot read " + path + ": " + why);
-}
-
-std::string not_regular(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO, not a regular file";
-  if (S_ISDIR(mode)) return "a folder, not a regular file";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device, not a regular file";
-  if (S_ISSOCK(mode)) return "a socket, not a regular file";
-  return "not a regular file";
-}
-
-// PATH opened for reading, if it is a regular file: checked before opening,
-// and opened without blocking (a FIFO put there in between is seen by fstat
-// before any read). Sets *size to what the file says its size is.
-int open_regular_file(const std::string& path, uint64_t* size) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw cannot_read(path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw cannot_read(path, not_regular(st.st_mode));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw cannot_read(path, std::strerror(errno));
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw cannot_read(path, "not a regular file");
-  }
-  *size = static_cast<uint64_t>(st.st_size);
-  return fd;
-}
-
 }  // namespace
 
 std::string encode_run(const Run& run) {

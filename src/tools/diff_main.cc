@@ -2,8 +2,6 @@
 // (docs/diff.md). BEFORE and AFTER are run or analyze folders (their
 // profile.json), profile.json files, or Kineto traces (analysed first, as
 // `torchneck analyze` would). No Python, no torch.
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -149,24 +147,14 @@ Args parse(int argc, char** argv) {
 // The first LIMIT bytes of the regular file at PATH (a FIFO or a device is
 // refused at once, without blocking); WHOLE: the file must fit in LIMIT.
 std::string read_file(const std::string& path, size_t limit, bool whole) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  if (whole && size > limit) {
     ::close(fd);
-    throw std::runtime_error("cannot read " + path + ": " + std::strerror(err));
+    throw std::runtime_error(path + ": over " + std::to_string(limit >> 20) +
+                             " MiB, half of this machine's memory: not read");
   }
-  try {
-    kineto::detail::require_regular_file(path, st.st_mode);
-    if (whole && static_cast<size_t>(st.st_size) > limit)
-      throw std::runtime_error(path + ": over " + std::to_string(limit >> 20) +
-                               " MiB, half of this machine's memory: not read");
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  std::string out(std::min(static_cast<size_t>(st.st_size), limit), '\0');
+  std::string out(std::min<uint64_t>(size, limit), '\0');
   size_t at = 0;
   while (at < out.size()) {
     const ssize_t n = ::read(fd, out.data() + at, out.size() - at);

@@ -23,6 +23,7 @@ import socket
 import struct
 import subprocess
 import statistics
+import zlib
 
 import pytest
 
@@ -275,7 +276,9 @@ def set_world_size(rank_dir, world_size):
     """Rewrites the world size a rank's profile.spill names, where
     `torchneck report` reads it (src/model/run_io_sections.cc, put_rank:
     rank, world size, local rank as int64, then backend, host and job as
-    length-prefixed strings)."""
+    length-prefixed strings), and seals its block again: the 'rank' section
+    is the spill's last, one block framed by its length and the CRC-32 of
+    (section index 20, block 0, the length word) and its bytes."""
     path = os.path.join(rank_dir, "profile.spill")
     with open(path, "rb") as f:
         data = bytearray(f.read())
@@ -289,6 +292,10 @@ def set_world_size(rank_dir, world_size):
     rank, world, _ = struct.unpack_from("<qqq", data, at - 24)
     assert world == 2, (rank, world)
     struct.pack_into("<q", data, at - 16, world_size)
+    frame = at - 24 - 8
+    word, _ = struct.unpack_from("<II", data, frame)
+    assert word & 0x80000000 and frame + 8 + (word & 0x7fffffff) == len(data), "the rank section is not one block"
+    struct.pack_into("<I", data, frame + 4, zlib.crc32(struct.pack("<III", 20, 0, word) + bytes(data[frame + 8:])))
     with open(path, "wb") as f:
         f.write(data)
 

@@ -7,8 +7,6 @@ import os
 import shutil
 import subprocess
 
-import pytest
-
 from conftest import PYTHON, ROOT, TOOL, load_profile
 
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
@@ -125,10 +123,6 @@ def test_an_output_folder_that_is_not_utf8_and_cannot_be_made_is_one_line_naming
     assert len(lines) == 1 and lines[0].startswith(said), r.stderr
 
 
-# report_cmd.py (not this part's) hands the folder to report_from_spill as a
-# str, which that binding cannot take; it is to pass os.fsencode(out_dir)
-# and the binding to take an FsPath and return shown_text (output_dir_binding.h).
-@pytest.mark.xfail(strict=True, reason="torchneck report: report_cmd.py and report_from_spill take str paths only")
 def test_report_rebuilds_a_folder_that_is_not_utf8(tmp_path):
     script = write_script(tmp_path, b"plain.py")
     out_name = b"out\xff"
