@@ -35,7 +35,7 @@ std::string not_a_json_trace(const std::string& path, size_t at, char c);
 // times the gzip data read so far, once past kRatioFrom bytes.
 class TextBounds {
  public:
-  // A Kineto trace gzips 8 to 35 times (../shared/fixtures/kineto, gzip -1
+  // A Kineto trace gzips 8 to 35 times (the tests' fixture traces, gzip -1
   // to -9); zeros, the usual bomb, 229 times at gzip -1 and 1030 at -9.
   static constexpr size_t kMaxGzipRatio = 200;
   // The ratio of the first few MiB says little (a header of repeated device
