@@ -40,14 +40,16 @@ def _one_line(text):
     return " ".join(str(text).split())
 
 
-def prepare_dir(requested, display):
+def prepare_dir(requested, display, shared=False):
     """Creates (or checks) the output folder before the script starts, so an
-    unwritable one is an error before any work is done, not after. DISPLAY
-    (the script, or "-m MODULE") names the default folder. Returns its
-    absolute path."""
+    unwritable one is an error before any work is done, not after, and locks
+    it while this process lives: a folder another torchneck command writes
+    into is refused. SHARED: a distributed job's folder, which the launchers
+    of its nodes share. DISPLAY (the script, or "-m MODULE") names the
+    default folder. Returns its absolute path."""
     target = display[3:] if display.startswith("-m ") else display
     try:
-        d = _native().prepare_output_dir(requested or "", target)
+        d = _native().prepare_output_dir(requested or "", target, shared)
     except RuntimeError as e:  # "cannot write the report to DIR: why"
         raise UsageError(str(e)) from None
     _prepared[d["absolute"]] = (d["shown"], os.getcwd(), d["created"])

@@ -99,7 +99,7 @@ def run(argv, run_options):
             out = a.split("=", 1)[1]
     from torchneck import output
 
-    base = output.prepare_dir(out, display)
+    base = output.prepare_dir(out, display, shared=True)  # every node's launcher writes into it
     # A rendezvous on another node that never answers: one line and exit 2
     # after a bounded wait, before any rank starts (rendezvous.py).
     try:

@@ -60,17 +60,18 @@ void bind_output_dir(py::module_& m) {
   // RuntimeError.
   m.def(
       "prepare_output_dir",
-      [](const FsPath& requested, const FsPath& target) {
-        const PreparedDir d = prepare_output_dir(requested.bytes, target.bytes);
+      [](const FsPath& requested, const FsPath& target, bool shared) {
+        const PreparedDir d = prepare_output_dir(requested.bytes, target.bytes,
+                                                 shared ? FolderLock::kShared : FolderLock::kExclusive);
         py::dict out;
         out["shown"] = FsPath{d.shown};
         out["absolute"] = FsPath{d.absolute};
         out["created"] = fs_paths(d.created);
         return out;
       },
-      py::arg("requested"), py::arg("target"),
-      "Creates the output folder (REQUESTED, or the default for TARGET) before any work; "
-      "returns {shown, absolute, created}.");
+      py::arg("requested"), py::arg("target"), py::arg("shared") = false,
+      "Creates the output folder (REQUESTED, or the default for TARGET) before any work and locks it "
+      "(shared: with the other nodes' launchers of one distributed job); returns {shown, absolute, created}.");
   m.def(
       "remove_created", [](const std::vector<FsPath>& created) { remove_created(path_bytes(created)); },
       py::arg("created"), "Removes the folders prepare_output_dir made, innermost first, while they are empty.");

@@ -69,16 +69,16 @@ std::map<std::string, int>& held_locks() {
   return *held;
 }
 
-// Takes an exclusive flock(2) on the folder itself, held until the process
+// Takes a flock(2) on the folder itself, held until the process
 // ends (its forked children share it; exec'd ones do not inherit the
 // descriptor). Returns 0, EWOULDBLOCK when another process holds it, or
 // errno. A file system without flock on folders leaves the folder unlocked.
-int lock_folder(const std::string& dir) {
+int lock_folder(const std::string& dir, FolderLock lock) {
   std::lock_guard<std::mutex> hold(held_mutex);
   if (held_locks().count(dir) != 0) return 0;
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return errno;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(fd, (lock == FolderLock::kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
     if (err == EWOULDBLOCK) return err;
@@ -111,7 +111,7 @@ std::string default_output_dir(const std::string& target) {
   return dir;
 }
 
-PreparedDir prepare_output_dir(const std::string& requested, const std::string& target) {
+PreparedDir prepare_output_dir(const std::string& requested, const std::string& target, FolderLock lock) {
   PreparedDir out;
   out.shown = requested.empty() ? default_output_dir(target) : requested;
   auto fail = [&out](const std::string& why) {
@@ -140,7 +140,7 @@ PreparedDir prepare_output_dir(const std::string& requested, const std::string& 
     out.created.push_back(p.string());
   }
   if (const int err = probe_write(out.absolute); err != 0) fail(std::strerror(err));
-  if (const int err = lock_folder(out.absolute); err == EWOULDBLOCK)
+  if (const int err = lock_folder(out.absolute, lock); err == EWOULDBLOCK)
     fail("another torchneck command is writing into it; give another folder with -o, or none for a new one");
   else if (err != 0)
     fail(std::strerror(err));

@@ -29,6 +29,12 @@ std::string output_stem(const std::string& target);
 // runs started in the same second get two folders.
 std::string default_output_dir(const std::string& target);
 
+// How a command holds its output folder while it writes into it.
+enum class FolderLock {
+  kExclusive,  // one command's own folder: no other may write into it meanwhile
+  kShared,     // a distributed job's folder, shared by the launchers of its nodes
+};
+
 // Creates REQUESTED (or, if empty, default_output_dir(TARGET)) and the
 // folders above it, writes and removes a probe file in it, and locks it for
 // this process (flock on the folder, held until the process ends), before
@@ -36,7 +42,8 @@ std::string default_output_dir(const std::string& target);
 // is writing into, is then an invocation error rather than a report lost
 // after a long run. Throws std::runtime_error "cannot write the report to
 // DIR: why" (DIR as given), having removed the folders it made.
-PreparedDir prepare_output_dir(const std::string& requested, const std::string& target);
+PreparedDir prepare_output_dir(const std::string& requested, const std::string& target,
+                               FolderLock lock = FolderLock::kExclusive);
 
 // Removes CREATED's folders, innermost first, while they are empty: for a
 // command that fails after prepare_output_dir but before (or while) writing,
