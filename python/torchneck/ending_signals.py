@@ -4,7 +4,9 @@ scheduler's SIGTERM, a closed terminal's SIGHUP, SIGUSR1, Ctrl-\\'s SIGQUIT.
 While the script runs, the first of them to arrive becomes an exception in
 its main thread (Terminated), so the runner writes the report; the process
 then dies by that signal, as it would have unprofiled. A signal the script
-handles itself, or that was ignored when it started (nohup), is left alone."""
+handles itself, that was ignored when it started (nohup), or that native
+code already handles (a library's own sigaction, which Python does not
+see), is left alone."""
 
 import contextlib
 import os
@@ -21,6 +23,21 @@ class Terminated(BaseException):
     def __init__(self, signum):
         super().__init__(signum)
         self.signum = signum
+
+
+def _caught_natively():
+    """The signals this process catches at the C level (/proc's SigCgt): a
+    handler a library installed with sigaction, which signal.getsignal
+    still reports as SIG_DFL."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    mask = int(line.split()[1], 16)
+                    return {s for s in ENDINGS if mask & (1 << (s - 1))}
+    except (OSError, ValueError):
+        pass
+    return set()
 
 
 def install(native_endings):
@@ -41,9 +58,10 @@ def install(native_endings):
         raise Terminated(signum)
 
     on_signal.torchneck_ending = True  # set aside while torch waits holding the GIL (default_meanwhile)
+    native = _caught_natively()
     try:
         for signum, ending in ENDINGS.items():
-            if hasattr(native_endings, ending) and signal.getsignal(signum) == signal.SIG_DFL:
+            if hasattr(native_endings, ending) and signal.getsignal(signum) == signal.SIG_DFL and signum not in native:
                 signal.signal(signum, on_signal)
                 handled.append(signum)
     except ValueError:  # not the main thread: leave signals alone

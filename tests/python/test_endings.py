@@ -154,8 +154,14 @@ def _no_core_dump():
 
 
 def _run_and_signal(cmd, signum, **kw):
-    """CMD (endings.py wait) sent SIGNUM once it is ready: (exit status, stdout, stderr)."""
-    p = _start_and_wait_ready(cmd, preexec_fn=_no_core_dump, **kw)
+    """CMD (endings.py wait) sent SIGNUM once it is ready: (exit status, stdout, stderr).
+    CMD starts with SIGNUM's default action, as a shell in a terminal gives
+    it, whatever this process has (a test runner under nohup ignores SIGHUP)."""
+    def default_action():
+        _no_core_dump()
+        signal.signal(signum, signal.SIG_DFL)
+
+    p = _start_and_wait_ready(cmd, preexec_fn=default_action, **kw)
     p.send_signal(signum)
     out, err = p.communicate(timeout=120)
     return p.returncode, out, err
@@ -168,14 +174,18 @@ def test_hangup_user_and_quit_signals_give_the_default_death_and_still_a_report(
     plain, _, _ = _run_and_signal([PYTHON, script("endings.py"), "wait"], signum)
     out = tmp_path / "out"
     got, _, err = _run_and_signal([TOOL, "run", "-o", str(out), script("endings.py"), "wait"], signum)
-    # THEN torchneck dies the same way, after writing and showing the report
-    assert plain == -signum
+    # THEN torchneck ends the same way, after writing and showing the report:
+    # by the signal, or, where torch's own libraries catch it (Debian 13's
+    # torch handles SIGHUP), with the script running on to its end
     assert got == plain, err
     assert "Operators, top" in err
     assert (out / "report.txt").is_file()
     prof = load_profile(str(out))
-    assert prof["run"]["exit_code"] == 128 + signum
-    assert prof["run"]["ending"] == name
+    if plain == -signum:
+        assert prof["run"]["exit_code"] == 128 + signum
+        assert prof["run"]["ending"] == name
+    else:
+        assert prof["run"]["ending"] == "finished", prof["run"]
     assert [op["calls"] for op in prof["ops"] if op["name"] == "aten::mm"] == [5]
 
 
