@@ -49,12 +49,10 @@ WINDOW_LATEST_START = 20
 DEFAULT_STEPS = 5
 # ... but no more than hold this many operator events (at least one step).
 # Kineto keeps a record of each (with its CPU-side metadata; with CUDA, the
-# runtime call and the kernel too) until the trace is exported at the end:
-# measured on Debian 13, torch 2.6, Kineto's CPU activity, tiny_ops (~4,800
-# events a step), ~2.4 KB per event at the loop's end. 6,000 events are
-# ~14 MB: tiny_ops, 1 step, then peaks +37-39 MB over a plain run against
-# the default run's +25 (5 steps: +68; docs/overhead.md); a model of large
-# operators (cnn: ~200 a step) gets all DEFAULT_STEPS.
+# runtime call and the kernel too, a few KB each) until the trace is
+# exported at the end: the budget keeps the window's memory to tens of MB
+# however small the operators (docs/overhead.md has the figures), while a
+# model of large operators still gets all DEFAULT_STEPS.
 WINDOW_EVENT_BUDGET = 6000
 
 

@@ -339,7 +339,7 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
         group: its spills say so from now on, the first one now. A rank
         killed before the next scheduled spill (they come 1, 3, 7, 15 s in)
         left only spills from before it joined, which the ranks' merge
-        cannot place (test_spawn's SIGKILLed rank, Debian 13, under load)."""
+        cannot place."""
         env_changed()
         session.spill_soon()
     watch.on_joined.append(joined)

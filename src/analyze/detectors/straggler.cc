@@ -81,13 +81,11 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
   // over the run is the detailed steps' times what the whole run shows of
   // that sign against them (a ratio estimator). Under detail windows the
   // steps every rank detailed are few, the first window's among them
-  // (warm-up's tail): 2 ranks of equal work on 2 cores had one rank's main
-  // thread compute 35 % more there and as much as the other over the run,
-  // and a straggler of 5-6 ms a step was named (test_distributed, Debian
-  // 13); a planted 30 ms spin read 20-25 ms there when the other rank
-  // computed more in those steps (Debian 12), its CPU times said 30 over
-  // the run. At most kMaxRunShare: the sign is at least half the detailed
-  // steps' excess (the cause's rule), so the ratio stays a correction.
+  // (warm-up's tail), where ranks of equal work can differ by a third on a
+  // busy machine while the whole run's CPU times agree: the detailed
+  // steps' excess alone would name a straggler that is not there, or read
+  // a real one short. At most kMaxRunShare: the sign is at least half the
+  // detailed steps' excess (the cause's rule), so the ratio stays a correction.
   const bool windows = in.ranks->waited_steps > 0 && in.ranks->waited_steps < in.ranks->steps;
   const auto run_share = [&](double all, double detailed) {
     return !windows || detailed <= 0 ? 1.0 : std::clamp(all / detailed, 0.0, kMaxRunShare);
