@@ -69,12 +69,10 @@ LightSplit learn_light_split(const std::vector<JointPhases>& joint, const std::v
 // weighted by the loop bodies it ran (its backward passes, Step::
 // micro_batches, counted before this; at most m): twice in a step that ran
 // the body twice (grad_scaler's skipped step), once in a step whose one
-// backward ran slower: bursty_loader's light steps while its workers
-// took the cores had backward 4.5-16 ms against ~0.6 ms and forward
-// 6.4-7.2 ms by the script's clock against ~0.7 ms, the script's own
-// time outside its phases unchanged; by the typical shares (forward 52 %,
-// other 48 %) their forward read 3.7-4.1 ms, and the window run's forward
-// share erred by -1.1 pp on average (-2.3 to +1.0, 8 runs, Debian 13).
+// backward ran slower (its DataLoader workers took the cores): the loop's
+// own time outside its phases does not grow with its work, and splitting
+// the extra by the typical shares would give half the slower forward to
+// "other".
 // Returns how many it estimated.
 size_t estimate_light_steps(std::vector<Step>& steps, const LightSplit& split);
 

@@ -61,13 +61,11 @@ struct DetailPolicyOptions {
   int64_t recheck_steps = 20;
   int64_t max_recheck_steps = 640;
   // The cost is judged by its upper bound, the measured cost plus this many
-  // standard errors of it: a probe of 5 detailed and 3 light steps, on
-  // steps that vary by ~20 % from one to the next (input_bound_python's
-  // main-process loading under the Python sampler, Debian 12), measured
-  // anything from -5 % to +5 %, the noise and not the detail, and the
-  // detail stayed on for 178 of 200 steps on that word (31 judged by the
-  // bound). Steps that vary little (tiny_ops, heavy_linear: a few percent)
-  // move the bound by as little.
+  // standard errors of it: a probe of a few steps that vary by ~20 % from
+  // one to the next (main-process loading under the Python sampler)
+  // measures the noise, not the detail, and would keep a costly detail on
+  // by chance. Steps that vary little (a few percent) move the bound by as
+  // little.
   double cost_confidence = 2.0;
   // 0: windows sized by the measured cost, as above. Else a window of
   // window_steps opens every lockstep_period steps (a rank of a job: the
