@@ -296,13 +296,17 @@ void push_frame(ThreadState* st, OpKind kind, uint32_t name_id, uint64_t key, in
   f.seq_nr = seq_nr;
   f.forward_tid = forward_tid;
   f.child_ns = 0;
-  f.cpu_start_ns = f.kind == OpKind::kUserScope && is_fetch(st, f.name_id) ? thread_cpu_ns() : -1;
+  const bool fetch = f.kind == OpKind::kUserScope && is_fetch(st, f.name_id);
+  f.cpu_start_ns = -1;
   st->stack.push_back(f);
   st->stack.back().start_ns = now_ns();  // last: our own work is not the op's
+  // After the start: see clock_reads_inside.
+  if (fetch) st->stack.back().cpu_start_ns = thread_cpu_ns();
 }
 
-// Ends the frame `key` of this thread at end_ns: its aggregate, its event,
-// and the step boundary its end may be.
+// Ends the frame `key` of this thread at end_ns (taken again after the
+// clock reads of a fetch's or a step's end: clock_reads_inside): its
+// aggregate, its event, and the step boundary its end may be.
 void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   std::vector<Frame>& stack = st->stack;
   size_t i = stack.size();
@@ -314,6 +318,13 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   }
   const Frame f = stack.back();
   stack.pop_back();
+  const bool boundary = f.kind == OpKind::kUserScope && is_boundary(st, f.name_id);
+  int64_t fetch_cpu_end = -1;
+  if (f.cpu_start_ns >= 0 || boundary) {  // before the end: see clock_reads_inside
+    if (f.cpu_start_ns >= 0) fetch_cpu_end = thread_cpu_ns();
+    if (boundary) record_step_clock(st);
+    end_ns = now_ns();
+  }
   st->events_ended.store(st->events_ended.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const int64_t total = end_ns - f.start_ns;
   const int64_t self = std::max<int64_t>(0, total - f.child_ns);
@@ -336,15 +347,15 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   TimelineWindow& window = timeline_window();
   if (window.open()) st->timeline.append(ev);
   else st->timeline.drop();
-  if (f.kind == OpKind::kUserScope && is_boundary(st, f.name_id)) {
+  if (boundary) {
     window.boundary(end_ns);
-    record_step_clock(st, end_ns);
+    stamp_step_clock(st, end_ns);
     detail_boundary(end_ns, f.name_id, room_for_detail(st));
   }
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
     st->fetch_ns += total;
-    st->fetch_cpu_ns += thread_cpu_ns() - f.cpu_start_ns;
+    st->fetch_cpu_ns += fetch_cpu_end - f.cpu_start_ns;
   }
 }
 

@@ -200,12 +200,27 @@ inline bool room_for_detail(const ThreadState* st) {
   return capacity == 0 || st->timeline.size() < capacity - capacity / kLightReserveDivisor;
 }
 
-// A step ended on this thread at end_ns: its clocks (thread_clock.h), once
-// per step, a few microseconds; allocates once, at the thread's first.
-inline void record_step_clock(ThreadState* st, int64_t end_ns) {
+// clock_reads_inside: a thread's CPU clock is read by a system call, and on
+// a host whose cores are all busy the scheduler takes the core back at
+// such a call far more often than in the same stretch of Python (the
+// thread waits a time slice there). So each read is made inside the
+// interval it bounds, after its start and before its end are taken:
+// that wait falls in the fetch or the step it measures, where the script's
+// own clock has it, not in the gap after it ("other").
+
+// A step is ending on this thread: its clocks (thread_clock.h), once per
+// step, a few microseconds, read before the step's end is taken
+// (clock_reads_inside); stamp_step_clock gives them that end. Allocates
+// once, at the thread's first.
+inline void record_step_clock(ThreadState* st) {
   if (!st->step_clocks) st->step_clocks = std::make_unique<ThinnedSeries<StepClock>>(kStepClocks);
   const ThreadClocks c = read_thread_clocks(&st->schedstat_fd);
-  st->last_clock = StepClock{end_ns, c.cpu_ns, c.runqueue_ns, st->thread_index, st->last_clock.step + 1, st->fetch_ns};
+  st->last_clock = StepClock{0, c.cpu_ns, c.runqueue_ns, st->thread_index, st->last_clock.step + 1, 0};
+}
+
+inline void stamp_step_clock(ThreadState* st, int64_t end_ns) {
+  st->last_clock.t_ns = end_ns;
+  st->last_clock.data_ns = st->fetch_ns;
   st->step_clocks->tick(st->last_clock);
 }
 
