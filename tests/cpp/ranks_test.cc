@@ -172,18 +172,22 @@ void plant_clocks(Job& j, size_t rank, int64_t cpu_ms, int64_t runqueue_ms, int6
 
 // Rank 1 arrives 30 ms late at every all-reduce; its main thread's clocks
 // say why: more CPU time (it computes more), more waiting for a core (its
-// host), or neither (it is off the CPU: blocked, or on a slower core).
+// host), or neither (it is off the CPU: blocked, or on a slower core). On
+// a host whose every core is busy (rank 0 waits for a core as long as it
+// computes), rank 1's extra work waits as long again: that is its
+// computing, not its host.
 TEST(Ranks, AStragglersMainThreadClocksTellComputingFromWaiting) {
   struct Case {
-    int64_t cpu_ms, runqueue_ms;
+    int64_t others_cpu_ms, others_runqueue_ms, cpu_ms, runqueue_ms;
     const char* cause;
   };
-  for (const Case& c : {Case{88, 2, "compute"}, Case{60, 27, "host"}, Case{60, 2, "blocked"}}) {
+  for (const Case& c : {Case{60, 2, 88, 2, "compute"}, Case{60, 2, 60, 27, "host"}, Case{60, 2, 60, 2, "blocked"},
+                        Case{40, 40, 55, 55, "compute"}, Case{40, 40, 40, 68, "host"}}) {
     Job j = job({0, 30});
-    plant_clocks(j, 0, 60, 2);
+    plant_clocks(j, 0, c.others_cpu_ms, c.others_runqueue_ms);
     plant_clocks(j, 1, c.cpu_ms, c.runqueue_ms, 2);  // every other step end: interpolated
     const RankAnalysis a = compare(j);
-    EXPECT_NEAR(a.ranks[0].cpu_ns, 60.0 * kMs, 1);
+    EXPECT_NEAR(a.ranks[0].cpu_ns, static_cast<double>(c.others_cpu_ms * kMs), 1);
     EXPECT_NEAR(a.ranks[1].cpu_ns, static_cast<double>(c.cpu_ms * kMs), 1);
     EXPECT_NEAR(a.ranks[1].runqueue_ns, static_cast<double>(c.runqueue_ms * kMs), 1);
     const std::vector<Finding> f = rank_findings(a);

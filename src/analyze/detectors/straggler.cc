@@ -34,6 +34,14 @@ double median_without(const std::vector<RankSummary>& v, size_t skip, double (*g
   return median_value(std::move(x));
 }
 
+// The other ranks' wait for a core per unit of their CPU time (medians,
+// in the steps the waits are measured in); 0 where unknown.
+double others_wait_per_cpu(const std::vector<RankSummary>& ranks, size_t skip) {
+  const double cpu = median_without(ranks, skip, [](const RankSummary& x) { return x.waited_cpu_ns; });
+  const double runqueue = median_without(ranks, skip, [](const RankSummary& x) { return x.waited_runqueue_ns; });
+  return cpu > 0 && runqueue > 0 ? runqueue / cpu : 0.0;
+}
+
 }  // namespace
 
 void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
@@ -74,6 +82,12 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
     const double others_runqueue = median_without(ranks, worst, [](const RankSummary& x) { return x.runqueue_share; });
     if (s.runqueue_share >= 0 && others_runqueue >= 0) runqueue_excess_ns = (s.runqueue_share - others_runqueue) * step;
   }
+  // On a host whose cores are all busy, every rank waits for a core in
+  // proportion to what it computes: extra CPU work brings its own wait.
+  // Only the wait beyond the others' rate per unit of CPU time is the host's.
+  const double contention = clocks && runqueue_clocks ? others_wait_per_cpu(ranks, worst) : 0.0;
+  const double brought_wait = std::max(cpu_excess, 0.0) * contention;
+  const double host_excess_ns = runqueue_excess_ns - brought_wait;
   const double own_extra = std::max(excess - data_excess, 1.0);
   std::string why, fix;
   // The same sign over every compared step (data wait and the clocks are
@@ -97,13 +111,13 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
     fix = "give rank " + std::to_string(s.rank) +
           "'s DataLoader what the others have (num_workers, storage, the same sampler share), or look at "
           "that rank's input pipeline on its own: torchneck's rank-" + std::to_string(s.rank) + " report";
-  } else if (runqueue_excess_ns >= kReasonShare * own_extra) {
+  } else if (host_excess_ns >= kReasonShare * own_extra) {
     why = "host";
     if (runqueue_clocks)
       support = run_share(excess_of([](const RankSummary& x) { return x.runqueue_ns; }), runqueue_excess_ns);
     fix = "rank " + std::to_string(s.rank) + "'s process waits for a CPU core: other work on its cores, or "
           "too many threads for them (pin each rank to its own cores, torch.set_num_threads per rank)";
-  } else if (clocks && cpu_excess < kReasonShare * own_extra) {
+  } else if (clocks && cpu_excess + brought_wait < kReasonShare * own_extra) {
     // Its main thread computes no more than the others' and waits no
     // longer for a core: the extra time is off the CPU.
     why = "blocked";
@@ -113,7 +127,14 @@ void detect_straggler(const DiagnosisInput& in, std::vector<Finding>& out) {
           "a lower clock); move it to other cores or another node";
   } else {
     why = "compute";
-    if (clocks) support = run_share(excess_of([](const RankSummary& x) { return x.cpu_ns; }), cpu_excess);
+    // Its sign: the time it wanted a core (CPU time and, where known, its
+    // wait for one), which its extra work costs whether or not the host
+    // is busy, where CPU time alone shrinks as the host gets busier.
+    if (clocks && runqueue_clocks)
+      support = run_share(excess_of([](const RankSummary& x) { return x.cpu_ns + x.runqueue_ns; }),
+                          cpu_excess + runqueue_excess_ns);
+    else if (clocks)
+      support = run_share(excess_of([](const RankSummary& x) { return x.cpu_ns; }), cpu_excess);
     fix = "rank " + std::to_string(s.rank) + " computes more per step than the others: an uneven split of the "
           "work (larger batches or longer sequences on it), extra work only it does (logging, metrics, hooks on "
           "rank " + std::to_string(s.rank) + "), or a slower device";
