@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python test-trixie browser-deps compat fuzz fuzz-short clean
+.PHONY: all deps build demo test test-cpp test-python test-python-loaded test-trixie browser-deps compat fuzz fuzz-short clean
 
 all: build
 
@@ -23,14 +23,25 @@ demo: build
 	./torchneck run $(DEMO)
 
 # The suite in both environments: Debian 12 here (Python 3.11, torch 1.13),
-# then again in the Debian 13 root (Python 3.13, torch 2.x; test-trixie).
-test: build test-cpp test-python compat fuzz-short test-trixie
+# its tests that compare with the scripts' own clocks beside a busy loop on
+# every core (a shared host; test-python-loaded), then again, quiet, in the
+# Debian 13 root (Python 3.13, torch 2.x; test-trixie).
+test: build test-cpp test-python-loaded compat fuzz-short test-trixie
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure
 
+# The whole Python suite, quiet.
 test-python: browser-deps
 	$$(cat $(BUILD)/python-path) -m pytest -q tests/python
+
+# The same suite, LOADED_TESTS under scripts/with-cpu-hog.sh: the timing
+# tests hold on a machine whose cores other work also wants.
+LOADED_TESTS = tests/python/test_distributed.py tests/python/test_detail_windows.py \
+               tests/python/test_detail_loops.py tests/python/test_diagnosis.py
+test-python-loaded: browser-deps
+	$$(cat $(BUILD)/python-path) -m pytest -q tests/python $(addprefix --ignore=,$(LOADED_TESTS))
+	scripts/with-cpu-hog.sh $$(cat $(BUILD)/python-path) -m pytest -q $(LOADED_TESTS)
 
 # playwright-core for the report.html browser tests, as pinned by the lockfile.
 browser-deps: tests/browser/node_modules/.package-lock.json

@@ -51,3 +51,31 @@ def own_growth(profile, truth):
     own = [rows[i] for i, s in enumerate(profile["steps"]["per_step"]) if s["steady"]]
     k = len(own) // 3
     return statistics.median(own[-k:]) / statistics.median(own[:k]) - 1
+
+
+# The phases a detail-window run estimates in its light steps from its
+# detailed ones (docs/overhead.md, "How the run-wide figures are
+# estimated"): forward and evaluation, and the optimizer where it runs the
+# model (LBFGS's closure, GradScaler's checks: its light time is split
+# too); data and backward are measured in every step.
+ESTIMATED_PHASES = ("forward", "evaluation", "optimizer")
+
+
+def window_sampling_pp(profile, per_step_s, keys, keep):
+    """What a detail-window run's estimate of a phase's share may err by
+    from sampling alone, in percentage points of the steady steps' time:
+    three standard errors of a mean of the detailed steps it learns from
+    (steady, or left out of the step times for the detail's cost), the
+    spread taken from the script's own per-step shares (seconds per row in
+    per_step_s, summed over keys) in this same run, weighted by the time of
+    the steady steps it estimated. Zero where it estimated none. A loaded
+    machine spreads the shares, and the allowance with them."""
+    steps = profile["steps"]["per_step"]
+    learnt = [i for i, s in enumerate(steps) if s["detailed"] and (s["steady"] or s["detail_excluded"])]
+    estimated_s = sum(per_step_s["step"][i] for i in keep if not steps[i]["detailed"])
+    if len(learnt) < 2 or estimated_s == 0:
+        return 0.0
+    rows = sorted(set(learnt) | set(keep))
+    shares = [100 * sum(per_step_s[k][i] for k in keys) / per_step_s["step"][i] for i in rows]
+    weight = estimated_s / sum(per_step_s["step"][i] for i in keep)
+    return 3 * statistics.stdev(shares) / len(learnt) ** 0.5 * weight

@@ -6,10 +6,12 @@ cuts steps). The window run counts every step exactly, and its data share,
 and each phase the script times itself (forward, backward, optimizer, and
 eval_in_loop's evaluation; every shape times them), errs from the script's
 clock by what the full run errs from its own, within 2 percentage points
-(issue 17)."""
+(issue 17); an estimated phase also within what sampling its detailed
+steps may err by in that run (conftest.window_sampling_pp)."""
 
 import pytest
 
+from conftest import ESTIMATED_PHASES, window_sampling_pp
 from test_loops import run_loop, steady_rows
 
 # The loop shapes, each with its default arguments (test_loops.py runs
@@ -59,7 +61,12 @@ def test_windowed_loop_figures_match_full_detail_against_the_scripts_clock(shape
         assert p["steps"]["count"] == truth["steps"], (shape, p["steps"]["count"], truth["steps"])
     e_full, e_window = errors(full, full_truth, shape), errors(window, window_truth, shape)
     assert {"data", "forward", "backward", "optimizer"} <= set(e_full), sorted(e_full)
+    phases = {**PHASES, **SCRIPT_PHASES.get(shape, {})}
+    keep = steady_rows(window_truth, window)
     for phase in e_full:
-        assert abs(e_window[phase] - e_full[phase]) <= TOLERANCE_PP, (
+        allowed = TOLERANCE_PP
+        if phase in ESTIMATED_PHASES:
+            allowed += window_sampling_pp(window, window_truth["per_step_s"], phases[phase], keep)
+        assert abs(e_window[phase] - e_full[phase]) <= allowed, (
             f"{shape} {phase}: window {e_window[phase]:+.1f} pp from the script's clock, "
-            f"full {e_full[phase]:+.1f} pp")
+            f"full {e_full[phase]:+.1f} pp, allowed {allowed:.1f} pp")

@@ -10,6 +10,11 @@ import pytest
 from conftest import ROOT, load_profile, own_growth, run_tool, script
 
 EXAMPLES = os.path.join(ROOT, "examples")
+# input_bound's lines (docs/findings.md): a finding from 25 % of the step
+# waiting for data, high from 50 %; and how far our data share may be from
+# the script's own (the tests below): near a line, either side is right.
+INPUT_BOUND_PCT, INPUT_BOUND_HIGH_PCT = 25.0, 50.0
+DATA_TOLERANCE_PP = 5.0
 
 
 def profile_example(name, tmp_path, *args):
@@ -41,7 +46,8 @@ def test_input_bound_examples(example, tmp_path):
     assert profile["steps"]["count"] == truth["steps"]
     measured = profile["steps"]["breakdown_pct"]["data"]
     expected = 100 * truth_share(truth, profile, "data_wait")
-    assert abs(measured - expected) <= 5.0, f"data share {measured:.1f} % vs the script's {expected:.1f} %"
+    assert abs(measured - expected) <= DATA_TOLERANCE_PP, f"data share {measured:.1f} % vs the script's {expected:.1f} %"
+    assert expected >= INPUT_BOUND_HIGH_PCT + DATA_TOLERANCE_PP, f"the script waited {expected:.1f} %: no input bound"
     found = ids(profile)
     assert "input_bound" in found
     assert found["input_bound"]["severity"] == "high"
@@ -78,7 +84,10 @@ def test_tiny_ops_is_framework_overhead(tmp_path):
     assert profile["steps"]["count"] == truth["steps"]
     found = ids(profile)
     assert "framework_overhead" in found
-    assert "input_bound" not in found
+    # Its loader is cheap, but on a busy machine it can come near the line:
+    # named only where the script's own clock is near it or above.
+    own = 100 * truth_share(truth, profile, "data_wait")
+    assert "input_bound" not in found or own >= INPUT_BOUND_PCT - DATA_TOLERANCE_PP, (own, found["input_bound"])
     # by construction the script runs hundreds of torch-level ops per step;
     # the dispatcher sees at least as many
     assert profile["steps"]["ops_per_step"] >= truth["ops"]["forward_user_ops_per_step"]

@@ -1,8 +1,12 @@
 """A small DDP training loop on gloo with a planted imbalance, for the
 distributed tests. Each rank times itself (perf_counter, the same clock as
 torchneck's) and writes what it measured to --truth (one JSON per rank):
-every step's wall time, its wait for the next batch, and the delay planted
-in it.
+every step's wall time, its wait for the next batch, the delay planted
+in it, and its wait at DDP's synchronisations (from the end of its
+backward's compute, the first layer's backward hook, to backward's
+return: what it waited for the other ranks' gradients, and their
+transfer; and DDP's work before the model's forward, where it rebuilds its
+buckets after the first step).
 
 modes:
   balanced       every rank does the same work
@@ -96,6 +100,13 @@ def rss_mib():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def run_queue_s():
+    """The main thread's time runnable but waiting for a core, so far
+    (Linux schedstat): a busy host's share of the step."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def train(args):
     """The loop, in a process whose default process group is initialised."""
     torch.manual_seed(0)
@@ -126,14 +137,24 @@ def train(args):
             spin(delay)
             planted.append(delay)
         model[0].register_full_backward_hook(extra)
+    # Fires after the spin (hooks run in the order registered): what is
+    # left of backward after it is the first layer's own gradient and DDP's
+    # wait for every rank's last bucket.
+    compute_done = []
+    model[0].register_full_backward_hook(lambda *_: compute_done.append(time.perf_counter()))
+    # DDP's own work before the model's forward: after the first step it
+    # rebuilds its buckets there, a collective every rank waits at.
+    forward_start = []
+    model[0].register_forward_pre_hook(lambda *_: forward_start.append(time.perf_counter()))
     ddp = DDP(model, bucket_cap_mb=1)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     loader = torch.utils.data.DataLoader(Data(batch * (args.steps + 2), width), batch_size=batch,
                                          collate_fn=collate, num_workers=0)
 
-    steps, waits, delays, rss, cpus, own = [], [], [], [], [], []
+    steps, waits, delays, rss, cpus, own, barrier, queued = [], [], [], [], [], [], [], []
     t_prev = time.perf_counter()
     c_prev = time.thread_time()
+    q_prev = run_queue_s()
     it = iter(loader)
     loop_start = time.perf_counter()
     for step in range(args.steps):
@@ -154,6 +175,7 @@ def train(args):
         opt.zero_grad()
         f1 = time.perf_counter()
         loss.backward()
+        barrier.append(time.perf_counter() - compute_done[-1] + forward_start[-1] - f0)
         if synced is not None:
             dist.all_reduce(synced)
         o0 = time.perf_counter()
@@ -161,6 +183,9 @@ def train(args):
         t = time.perf_counter()
         own.append((f1 - f0) + (t - o0))
         c = time.thread_time()  # the main thread's CPU time: what of the step was computing
+        q = run_queue_s()
+        queued.append(q - q_prev)
+        q_prev = q
         steps.append(t - t_prev)
         cpus.append(c - c_prev)
         c_prev = c
@@ -171,7 +196,8 @@ def train(args):
         with open(f"{args.truth}.rank{rank}.json", "w") as f:
             json.dump({"rank": rank, "world": world, "steps": steps, "data_waits": waits, "delays": delays,
                        "rss_mib": rss, "cpu": cpus,
-                       "forward_optimizer": own}, f)
+                       "forward_optimizer": own, "barrier_waits": barrier,
+                       "runqueue": queued}, f)
 
 
 if __name__ == "__main__":
