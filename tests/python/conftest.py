@@ -15,6 +15,12 @@ TOOL = os.path.join(ROOT, "torchneck")
 PYTHON = sys.executable
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "quiet_machine: its premise holds only with the cores to itself; `make test` runs it apart "
+                   "from the busy loops of test-python-loaded")
+
+
 def script(name):
     return os.path.join(SCRIPTS, name)
 

@@ -137,6 +137,9 @@ def test_windows_leave_the_light_steps_room_in_the_timeline(tmp_path):
     check_window_against_full(window, truth, full, full_truth)
 
 
+# The windows' period follows the measured cost, which a busy machine
+# measures higher and noisier: beside busy loops none reopened in 600 steps.
+@pytest.mark.quiet_machine
 def test_without_a_timeline_the_windows_go_on_feeding_the_aggregates(tmp_path):
     # --timeline-events=0 keeps aggregates only: there is no room to keep,
     # so the windows reopen as the policy says and the operator tables
