@@ -23,6 +23,13 @@ from conftest import load_profile, run_tool, script
 
 TOLERANCE_PTS = 5.0
 SERIOUS = ("medium", "high")
+# input_bound's line (docs/findings.md): a finding from 25 % of the step
+# waiting for data; within TOLERANCE_PTS of it either verdict is right.
+INPUT_BOUND_PCT = 25.0
+# A slow step is over twice the fast steps' level (slow_steps.cc); by the
+# script's clock it counts as slow from three quarters of that, as the two
+# clocks cut a step ~1 ms apart at some boundaries.
+SLOW_FACTOR, SLOW_MARGIN = 2.0, 0.75
 
 
 def run_loop(name, tmp_path, *args, tool_args=()):
@@ -103,6 +110,17 @@ def drift_agrees(reported, own):
     return abs(own - reported) <= max(DRIFT_AGREE_PTS, 100 * DRIFT_AGREE_RATIO * (1 + own / 100))
 
 
+def slow_steps(truth, profile):
+    """The steps the profile calls slow, and those of them the script's own
+    clock finds slow too: over SLOW_FACTOR x SLOW_MARGIN its fast steps'
+    level (the 25th percentile of its steady steps, slow_steps.cc's)."""
+    rows, per_step = truth["per_step_s"]["step"], profile["steps"]["per_step"]
+    steady = sorted(rows[i] for i, s in enumerate(per_step) if s["steady"])
+    fast = steady[len(steady) // 4]
+    slow = [i for i, s in enumerate(per_step) if s.get("slow")]
+    return slow, [i for i in slow if rows[i] > SLOW_FACTOR * SLOW_MARGIN * fast]
+
+
 def check_common(profile, truth, planted=(), allowed=()):
     """Step count, data share, planted findings present, no other serious
     finding than `allowed` (or a step_time_drift the script's own clock
@@ -129,6 +147,14 @@ def check_common(profile, truth, planted=(), allowed=()):
         reported = drift.get("growth_pct")
         if own is not None and reported is not None and drift_agrees(reported, own):
             ok.add("step_time_drift")
+    # On a busy machine the loop's own steps can stall, and its loader come
+    # near input_bound's line: true of the run where the script's clock says so.
+    if "periodic_stall" in found:
+        slow, confirmed = slow_steps(truth, profile)
+        if slow and confirmed == slow:
+            ok.add("periodic_stall")
+    if "input_bound" in found and expected >= INPUT_BOUND_PCT - TOLERANCE_PTS:
+        ok.add("input_bound")
     # cpu_threads_underused follows the machine, not the loop: the loops'
     # operators average near its 50 us mark here, and it may fire wherever
     # torch runs fewer threads than the usable cores (torch takes 1 for
@@ -305,11 +331,12 @@ def test_growing_history_is_a_step_time_drift(tmp_path):
     assert own is not None and own >= 50, f"the script's own steps grew {own} %: the shape did not plant a drift"
     assert drift_agrees(f["growth_pct"], own), (
         f"step_time_drift says {f['growth_pct']:.1f} %, the script's own clock {own:.1f} % over the same steps")
-    # The late steps are typical, not slow: no slow group hides the drift
-    # (a loaded machine may still spike a step or two: seen in CI, one
-    # step 7 ms over twice its neighbours).
-    slow = sum(g["count"] for g in profile["steps"]["slow"])
-    assert slow <= 3, profile["steps"]["slow"]
+    # The late steps are typical, not slow: no slow group hides the drift.
+    # A loaded machine spikes steps too, which the script's clock sees as
+    # well; of the others at most 3 (seen in CI: one step 7 ms over twice
+    # its neighbours).
+    slow, confirmed = slow_steps(truth, profile)
+    assert len(slow) - len(confirmed) <= 3, (profile["steps"]["slow"], slow, confirmed)
     # The launcher saw `loss`'s graph rebuilt larger every step, not kept:
     # the evidence says so, and memory_creep (if any) blames no graph.
     graphs = {g["variable"]: g for g in profile["memory"]["growing_graphs"]}
