@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,11 @@ PYTHON = sys.executable
 
 
 def pytest_configure(config):
+    # The scripts' endings are compared with plain Python's for a SIGINT
+    # that acts: a suite started with `&` by a shell without job control
+    # inherits SIGINT ignored (and so would every script it starts).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line(
         "markers", "quiet_machine: its premise holds only with the cores to itself; `make test` runs it apart "
                    "from the busy loops of test-python-loaded")
