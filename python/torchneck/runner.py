@@ -280,12 +280,31 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     folder is named by RANK.place once the session has stopped, and what
     the target raised is left in RANK.raised for spawn to report, as it
     would unprofiled."""
+    run = _ProfiledRun(_torchneck, options, target, watch, out_dir, job, rank)
+    run.start()
+    exit_code, ending, raised, died_by = run.run_target()
+    run.finish(exit_code, ending)
+    run.show_report()
+    # The script's module stays sys.modules["__main__"]: its atexit handlers
+    # and objects pickled by reference still find it.
+    sys.argv, sys.path[:] = run.saved_argv, run.saved_path
+    if rank is not None and raised is not None:
+        rank.raised = raised
+        return exit_code
+    if died_by is not None:
+        # What Python does for an uncaught KeyboardInterrupt, and what the
+        # default action of ending_signals' signals is: die by the signal.
+        _die_by(died_by)
+    return exit_code
 
+
+def _new_session(_torchneck, options, detail, out_dir):
+    """The native session for these options; a UsageError (and OUT_DIR
+    discarded) when they cannot start one."""
     # The one switch of the NVML sampler: 0 turns it off, as --gpu=off does.
     nvml_interval_ms = 0 if options.gpu == "off" else options.nvml_interval_ms
     try:
-        detail = _detail_mode(options, job, rank)
-        session = _torchneck.Session(
+        return _torchneck.Session(
             python_mode=options.python_mode,
             sample_hz=options.sample_hz,
             ops=options.ops,
@@ -301,204 +320,215 @@ def profile(_torchneck, options, target, watch, out_dir, job=None, rank=None):
     except (RuntimeError, ValueError) as e:
         output.discard_dir(out_dir)
         raise UsageError(f"cannot start profiling: {e}") from None
-    facts = envfacts.EnvCollector()
-    start_unix = time.time()
 
-    def spill_facts():
+
+class _ProfiledRun:
+    """One profile() call: the session and the Python-side collectors wired
+    to it (made in order), started around the target, stopped and reported
+    once (finish), whether the script returns, raises or calls os._exit."""
+
+    def __init__(self, _torchneck, options, target, watch, out_dir, job, rank):
+        self.native, self.options, self.target, self.watch = _torchneck, options, target, watch
+        self.out_dir, self.job, self.rank = out_dir, job, rank
+        self.detail = _detail_mode(options, job, rank)
+        self.session = _new_session(_torchneck, options, self.detail, out_dir)
+        self.facts = envfacts.EnvCollector()
+        self.start_unix = time.time()
+        self.ended = []
+        self.profiled_wall = []
+        self.placed = []  # the folder the report went to
+        self.launcher_pid = os.getpid()
+        # The main thread's CPU clock, readable from any thread (os._exit may
+        # be called from one).
+        self.main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
+        self.real_exit = os._exit
+        self._wire_collectors()
+        self.saved_argv, self.saved_path = sys.argv, list(sys.path)
+
+    def _wire_collectors(self):
+        native, options, detail, watch = self.native, self.options, self.detail, self.watch
+        self.facts.on_change = self.env_changed
+        self.worker_profiling = workers.WorkerProfiling(self.session, self.out_dir, options)
+        self.facts.on_dataloader = self.worker_profiling.on_dataloader
+        self.graphs = graph_watch.GraphWatch(getattr(self.target, "path", None) or self.target.argv[0],
+                                             (native.open_user_scope, native.close_user_scope) if options.ops
+                                             else None)
+        self.facts.on_optimizer = self.graphs.watch
+        if options.ops and detail != "full":
+            # Between detail windows the module hooks are removed, not idle:
+            # global hooks slow every module call (docs/overhead.md).
+            self.graphs.step_listeners.append(lambda steps: native.sync_module_hooks())
+        if detail == "window":
+            watch.on_joined.append(lambda rank, world: native.detail_lockstep() if world > 1 else None)
+        watch.on_joined.append(self.joined)
+        self.facts.install()
+        self.backward = backward_scope.BackwardScope().install(native) if options.ops else None
+        watch.install()
+        # In the process that runs the script: ranks it starts with
+        # torch.multiprocessing.spawn are profiled too (spawned.py).
+        self.spawns = spawned.SpawnLauncher(native, options, self.target, self.out_dir, watch,
+                                            (profile, _load_native)) if self.rank is None else None
+        if self.spawns is not None:
+            self.spawns.install()
+        self.guard = coexist.Guard(options)
+        self.window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, self.out_dir, self.guard,
+                                           hold_detail=native.hold_detail if detail == "window" else None,
+                                           events_ended=native.events_ended if options.ops else None)
+
+    def spill_facts(self):
         """What a spill (or a crash report) says about the run so far; the
         session adds the times, this process and the ending."""
-        run = runfacts.run_info(script=target.display, argv=target.argv, exit_code=0, ending="still_running",
-                                start_unix_s=start_unix, wall_s=0.0, main_thread_cpu_s=-1.0,
-                                main_thread_runqueue_s=-1.0)
-        return runfacts.run_facts(run=run, env=facts.snapshot(probe_cuda=False), notes=facts.notes,
+        run = runfacts.run_info(script=self.target.display, argv=self.target.argv, exit_code=0,
+                                ending="still_running", start_unix_s=self.start_unix, wall_s=0.0,
+                                main_thread_cpu_s=-1.0, main_thread_runqueue_s=-1.0)
+        return runfacts.run_facts(run=run, env=self.facts.snapshot(probe_cuda=False), notes=self.facts.notes,
                                   thread_names={}, main_tid=0, process=None, growing_graphs=[],
-                                  rank=watch.facts())
+                                  rank=self.watch.facts())
 
-    def env_changed():
+    def env_changed(self):
         """A spill (or a crash report) describes the environment as it is."""
         try:
-            session.set_info(spill_facts())
+            self.session.set_info(self.spill_facts())
         except Exception:  # noqa: BLE001 - facts for spills only; never break the script
             pass
 
-    facts.on_change = env_changed
-    worker_profiling = workers.WorkerProfiling(session, out_dir, options)
-    facts.on_dataloader = worker_profiling.on_dataloader
-    graphs = graph_watch.GraphWatch(getattr(target, "path", None) or target.argv[0],
-                                    (_torchneck.open_user_scope, _torchneck.close_user_scope) if options.ops else None)
-    facts.on_optimizer = graphs.watch
-    if options.ops and detail != "full":
-        # Between detail windows the module hooks are removed, not idle:
-        # global hooks slow every module call (docs/overhead.md).
-        graphs.step_listeners.append(lambda steps: _torchneck.sync_module_hooks())
-    if detail == "window":
-        watch.on_joined.append(lambda rank, world: _torchneck.detail_lockstep() if world > 1 else None)
-
-    def joined(rank, world):
+    def joined(self, rank, world):
         """A process that learns it is a rank when it joins its process
         group: its spills say so from now on, the first one now. A rank
         killed before the next scheduled spill (they come 1, 3, 7, 15 s in)
         left only spills from before it joined, which the ranks' merge
         cannot place."""
-        env_changed()
-        session.spill_soon()
-    watch.on_joined.append(joined)
-    facts.install()
-    backward = backward_scope.BackwardScope().install(_torchneck) if options.ops else None
-    watch.install()
-    # In the process that runs the script: ranks it starts with
-    # torch.multiprocessing.spawn are profiled too (spawned.py).
-    spawns = spawned.SpawnLauncher(_torchneck, options, target, out_dir, watch,
-                                   (profile, _load_native)) if rank is None else None
-    if spawns is not None:
-        spawns.install()
-    guard = coexist.Guard(options)
-    window = gpu_window.GpuWindow(options.gpu, options.gpu_steps, out_dir, guard,
-                                  hold_detail=_torchneck.hold_detail if detail == "window" else None,
-                                  events_ended=_torchneck.events_ended if options.ops else None)
-    died_by = None  # the signal the script would have died by
-    exit_code = 0
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    launcher_pid = os.getpid()
-    # The main thread's CPU clock, readable from any thread (os._exit may be
-    # called from one).
-    main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
-    ended = []
-    profiled_wall = []
-    placed = []  # the folder the report went to
+        self.env_changed()
+        self.session.spill_soon()
 
-    def finish(code, ending):
-        """Stops the collectors and writes the report, once."""
-        if ended:
-            return
-        ended.append(code)
-        ending_signals.uninstall(signals_handled)
-        session.stop()
-        wall = time.perf_counter() - t0
-        main_cpu = time.clock_gettime(main_cpu_clock) - cpu0
-        process_cpu = time.process_time() - process_cpu0
-        window.finish(graphs.steps)  # the trace's export is not the script's time
-        worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
-        facts.uninstall()
-        if backward is not None:
-            backward.uninstall()
-        graphs.uninstall()
-        guard.uninstall()
-        watch.uninstall()
-        report_dir = out_dir
-        if spawns is not None:
-            spawns.uninstall()
-            report_dir = spawns.own_dir(out_dir)  # DIR/launcher once the ranks are merged into DIR
-        elif rank is not None:
-            report_dir = rank.place(out_dir, window)  # DIR/rank-K
-        placed.append(report_dir)
-        run = runfacts.run_info(
-            script=target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=start_unix,
-            wall_s=wall, main_thread_cpu_s=main_cpu,
-            main_thread_runqueue_s=(_runqueue_s(main_native_id) - runqueue0) if runqueue0 >= 0 else -1.0)
-        process = runfacts.process_info(pid=launcher_pid, role="main", worker_id=-1, start_method="", wall_s=wall,
-                                        busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
-        profiled_wall.append(wall)
-        output.report(session, runfacts.run_facts(run=run, env=facts.snapshot(), notes=facts.notes + guard.notes(),
-                                                  thread_names=envfacts.thread_names(),
-                                                  main_tid=threading.main_thread().native_id, process=process,
-                                                  growing_graphs=graphs.growing_graphs(),
-                                                  gpu_window=window.facts(_torchneck), rank=watch.facts()),
-                      # run --try holds the report back for the one with its
-                      # experiments: only after a script that ended well and
-                      # returns here (not os._exit's, which exits at once).
-                      report_dir, show_now=not (watch.distributed or rank is not None or report_dir != out_dir
-                                                or (options.try_setting and code == 0
-                                                    and ending in ("finished", "sys_exit"))))
+    def start(self):
+        """The clocks read, the ending signals and os._exit caught, the
+        session and its spills started, then the collectors: a collector
+        that cannot start is a UsageError before the script runs."""
+        self.t0 = time.perf_counter()
+        self.cpu0 = time.clock_gettime(self.main_cpu_clock)
+        self.process_cpu0 = time.process_time()
+        self.main_native_id = threading.main_thread().native_id
+        self.runqueue0 = _runqueue_s(self.main_native_id)
+        self.signals_handled = ending_signals.install(self.native.Ending)
+        os._exit = self.exit_now
+        options = self.options
+        try:
+            self.session.start()
+            self.session.start_spill(self.out_dir, os.getcwd(),
+                                     first_s=min(1.0, options.spill_interval) if options.spill_interval > 0 else 0.0,
+                                     max_interval_s=options.spill_interval)
+        except RuntimeError as e:  # a collector that cannot start: before the script, so exit 2
+            self.session.stop()
+            self.facts.uninstall()
+            ending_signals.uninstall(self.signals_handled)
+            os._exit = self.real_exit
+            output.discard_dir(self.out_dir)
+            raise UsageError(f"cannot start profiling: {e}") from None
+        self.worker_profiling.install()
+        self.graphs.install()
+        self.window.install(self.graphs)
+        # Not through env_changed(): a fact that is missing or misspelled is an
+        # error here, before the script, rather than a spill without facts.
+        self.session.set_info(self.spill_facts())
+        self.guard.install()
 
-    real_exit = os._exit
+    def run_target(self):
+        """Runs the script; returns (exit status, ending, what it raised for
+        a spawned rank's spawn, the signal it would have died by)."""
+        session, rank = self.session, self.rank
+        try:
+            self.target.run()
+            return 0, "finished", None, None
+        except SystemExit as e:
+            # A spawned rank's status is printed as it exits.
+            return _exit_code(e, say=rank is None), "sys_exit", e, None
+        except KeyboardInterrupt as e:
+            session.stop()
+            if rank is None:
+                _print_script_traceback(e)
+            return 128 + signal.SIGINT, "keyboard_interrupt", e, signal.SIGINT
+        except ending_signals.Terminated as e:
+            session.stop()
+            return 128 + e.signum, ending_signals.ENDINGS[e.signum], None, e.signum
+        except BaseException as e:  # noqa: B902 - the script's own error
+            session.stop()
+            if rank is None:
+                _print_script_traceback(e)
+            return 1, "exception", e, None
+        finally:
+            os._exit = self.real_exit
+            session.stop()
 
-    def exit_now(code):
+    def exit_now(self, code):
         """os._exit skips every cleanup: write the report first (in this
         process only, not in a forked child such as a DataLoader worker)."""
-        if os.getpid() == launcher_pid:
+        if os.getpid() == self.launcher_pid:
             try:
-                finish(int(code) & 0xFF, "os_exit")
+                self.finish(int(code) & 0xFF, "os_exit")
             except BaseException:  # noqa: B902 - exiting regardless
                 pass
-        real_exit(code)
+        self.real_exit(code)
 
-    t0 = time.perf_counter()
-    cpu0 = time.clock_gettime(main_cpu_clock)
-    process_cpu0 = time.process_time()
-    main_native_id = threading.main_thread().native_id
-    runqueue0 = _runqueue_s(main_native_id)
-    signals_handled = ending_signals.install(_torchneck.Ending)
-    os._exit = exit_now
-    try:
-        session.start()
-        session.start_spill(out_dir, os.getcwd(),
-                            first_s=min(1.0, options.spill_interval) if options.spill_interval > 0 else 0.0,
-                            max_interval_s=options.spill_interval)
-    except RuntimeError as e:  # a collector that cannot start: before the script, so exit 2
-        session.stop()
-        facts.uninstall()
-        ending_signals.uninstall(signals_handled)
-        os._exit = real_exit
-        output.discard_dir(out_dir)
-        raise UsageError(f"cannot start profiling: {e}") from None
-    worker_profiling.install()
-    graphs.install()
-    window.install(graphs)
-    # Not through env_changed(): a fact that is missing or misspelled is an
-    # error here, before the script, rather than a spill without facts.
-    session.set_info(spill_facts())
-    guard.install()
-    ending = "finished"
-    raised = None  # for a spawned rank: what spawn reports
-    try:
-        target.run()
-    except SystemExit as e:
-        exit_code = _exit_code(e, say=rank is None)  # a spawned rank's is printed as it exits
-        ending = "sys_exit"
-        raised = e
-    except KeyboardInterrupt as e:
-        session.stop()
-        if rank is None:
-            _print_script_traceback(e)
-        raised = e
-        died_by = signal.SIGINT
-        exit_code = 128 + signal.SIGINT
-        ending = "keyboard_interrupt"
-    except ending_signals.Terminated as e:
-        session.stop()
-        died_by = e.signum
-        exit_code = 128 + e.signum
-        ending = ending_signals.ENDINGS[e.signum]
-    except BaseException as e:  # noqa: B902 - the script's own error
-        session.stop()
-        if rank is None:
-            _print_script_traceback(e)
-        exit_code = 1
-        ending = "exception"
-        raised = e
-    finally:
-        os._exit = real_exit
-        session.stop()
-    finish(exit_code, ending)
-    if job is not None:
-        _show_rank_report(_torchneck, options, watch, job, out_dir)
-    elif rank is not None or (placed and placed[0] != out_dir):
-        output.held.pop(placed[0] if placed else out_dir, None)
-        if spawns is not None:
-            spawns.said_own_report(placed[0])
-    elif out_dir in output.held and options.try_setting:  # run --try: the experiments, then the report with them
-        _experiments(_torchneck, options, target, out_dir, profiled_wall[0] if profiled_wall else 0.0)
-    elif out_dir in output.held:  # a process that joined a process group of its own: its report, shown now
-        output.show(output.held.pop(out_dir))
-    # The script's module stays sys.modules["__main__"]: its atexit handlers
-    # and objects pickled by reference still find it.
-    sys.argv, sys.path[:] = saved_argv, saved_path
-    if rank is not None and raised is not None:
-        rank.raised = raised
-        return exit_code
-    if died_by is not None:
-        # What Python does for an uncaught KeyboardInterrupt, and what the
-        # default action of ending_signals' signals is: die by the signal.
-        _die_by(died_by)
-    return exit_code
+    def finish(self, code, ending):
+        """Stops the collectors and writes the report, once."""
+        if self.ended:
+            return
+        self.ended.append(code)
+        ending_signals.uninstall(self.signals_handled)
+        self.session.stop()
+        wall = time.perf_counter() - self.t0
+        main_cpu = time.clock_gettime(self.main_cpu_clock) - self.cpu0
+        process_cpu = time.process_time() - self.process_cpu0
+        self.window.finish(self.graphs.steps)  # the trace's export is not the script's time
+        self.worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
+        self._uninstall_collectors()
+        report_dir = self.out_dir
+        if self.spawns is not None:
+            report_dir = self.spawns.own_dir(self.out_dir)  # DIR/launcher once the ranks are merged into DIR
+        elif self.rank is not None:
+            report_dir = self.rank.place(self.out_dir, self.window)  # DIR/rank-K
+        self.placed.append(report_dir)
+        runqueue = (_runqueue_s(self.main_native_id) - self.runqueue0) if self.runqueue0 >= 0 else -1.0
+        run = runfacts.run_info(
+            script=self.target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=self.start_unix,
+            wall_s=wall, main_thread_cpu_s=main_cpu, main_thread_runqueue_s=runqueue)
+        process = runfacts.process_info(pid=self.launcher_pid, role="main", worker_id=-1, start_method="",
+                                        wall_s=wall, busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
+        self.profiled_wall.append(wall)
+        facts = runfacts.run_facts(run=run, env=self.facts.snapshot(), notes=self.facts.notes + self.guard.notes(),
+                                   thread_names=envfacts.thread_names(),
+                                   main_tid=threading.main_thread().native_id, process=process,
+                                   growing_graphs=self.graphs.growing_graphs(),
+                                   gpu_window=self.window.facts(self.native), rank=self.watch.facts())
+        # run --try holds the report back for the one with its experiments:
+        # only after a script that ended well and returns here (not
+        # os._exit's, which exits at once).
+        held = (self.watch.distributed or self.rank is not None or report_dir != self.out_dir
+                or (self.options.try_setting and code == 0 and ending in ("finished", "sys_exit")))
+        output.report(self.session, facts, report_dir, show_now=not held)
+
+    def _uninstall_collectors(self):
+        self.facts.uninstall()
+        if self.backward is not None:
+            self.backward.uninstall()
+        self.graphs.uninstall()
+        self.guard.uninstall()
+        self.watch.uninstall()
+        if self.spawns is not None:
+            self.spawns.uninstall()
+
+    def show_report(self):
+        """The report held back by finish, where this process shows it."""
+        out_dir, options, placed = self.out_dir, self.options, self.placed
+        if self.job is not None:
+            _show_rank_report(self.native, options, self.watch, self.job, out_dir)
+        elif self.rank is not None or (placed and placed[0] != out_dir):
+            output.held.pop(placed[0] if placed else out_dir, None)
+            if self.spawns is not None:
+                self.spawns.said_own_report(placed[0])
+        elif out_dir in output.held and options.try_setting:  # run --try: the experiments, then the report with them
+            wall = self.profiled_wall[0] if self.profiled_wall else 0.0
+            _experiments(self.native, options, self.target, out_dir, wall)
+        elif out_dir in output.held:  # a process that joined a process group of its own: its report, shown now
+            output.show(output.held.pop(out_dir))
