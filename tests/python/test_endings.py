@@ -13,7 +13,9 @@ from conftest import PYTHON, ROOT, TOOL, load_profile, run_plain, run_tool, scri
 
 
 def _start_and_wait_ready(cmd, **kw):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    """CMD (endings.py wait) started, once it says it is ready; its stdin a
+    pipe that communicate() closes, which ends the script's wait."""
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     line, deadline = "", time.monotonic() + 120
     while "ready" not in line and time.monotonic() < deadline:
         line = p.stdout.readline()

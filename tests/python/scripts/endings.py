@@ -1,6 +1,6 @@
 """Ends in the way argv[1] says: ok, raise, exit3, exitstr, osexit, sigint,
 segv (a real SIGSEGV in native code), abort (SIGABRT from C), wait (the test
-signals it from outside).
+signals it from outside, then closes its stdin).
 Does a little torch work first so the report has content."""
 
 import os
@@ -40,7 +40,11 @@ if how == "segv":
 if how == "abort":
     sys.stdout.flush()
     os.abort()  # abort(3): SIGABRT
-if how == "wait":  # the test sends SIGINT from outside
+if how == "wait":  # the test signals it from outside, then closes stdin
+    import select
+
     print("ready", flush=True)
-    time.sleep(30)
+    # At most 30 s; a signal something else handles (Debian 13's torch
+    # catches SIGHUP) lets it go on to its end once the test closes stdin.
+    select.select([sys.stdin], [], [], 30)
 print("after", flush=True)
