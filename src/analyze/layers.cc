@@ -100,6 +100,7 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
         points[l.thread_index].push_back({l.t_ns, 1, static_cast<uint32_t>(i), true});
     }
   }
+  const std::vector<Span> fetches = fetch_spans(run);
   // (forward thread id, seq nr) → (op start, module open then)
   std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>> creator;
   for (auto& [thread, pts] : points) {
@@ -115,7 +116,9 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
         auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
         if (it == stack.rend()) continue;
         const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
-        if (inside_any(evaluation, stack[pos].second, p.t)) {
+        if (thread == run.main_thread && inside_any(fetches, stack[pos].second, p.t)) {
+          // the loader's transforms: data work, not the model's layers
+        } else if (inside_any(evaluation, stack[pos].second, p.t)) {
           stats[p.ref].eval_calls += 1;
           stats[p.ref].eval_forward_ns += p.t - stack[pos].second;
         } else {

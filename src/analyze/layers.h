@@ -60,7 +60,8 @@ struct LayerAnalysis {
 };
 
 // `evaluation`: the evaluation passes (StepAnalysis::evaluation, sorted):
-// module calls inside them count as eval_calls.
+// module calls inside them count as eval_calls. Module calls inside a
+// DataLoader fetch on the main thread (transforms) are data work: not counted.
 // `launches` (sorted or not; null: no GPU window): each one's device time
 // goes to the layer whose forward was innermost-open on its thread at its
 // time, or, when it ran inside a backward node, to the module that created

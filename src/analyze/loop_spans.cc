@@ -6,7 +6,17 @@
 
 namespace torchneck {
 
-std::vector<Span> module_spans(const Run& run) {
+std::vector<Span> fetch_spans(const Run& run) {
+  std::vector<Span> fetches;
+  for (const OpEvent& e : run.timeline)
+    if (e.thread_index == run.main_thread && is_data_fetch(run, e)) fetches.emplace_back(e.start_ns, e.end_ns);
+  std::sort(fetches.begin(), fetches.end());
+  return fetches;
+}
+
+std::vector<Span> module_spans(const TimelineView& tv) {
+  const Run& run = tv.run;
+  const std::vector<Span> fetches = fetch_spans(run);
   std::vector<Span> spans;
   std::vector<std::pair<uint32_t, int64_t>> stack;  // module, enter time
   for (const ModuleEvent& e : run.module_events) {
@@ -19,7 +29,7 @@ std::vector<Span> module_spans(const Run& run) {
     auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == e.module; });
     if (it == stack.rend()) continue;
     const size_t depth = static_cast<size_t>(stack.rend() - it) - 1;
-    if (depth == 0) spans.emplace_back(stack[0].second, e.t_ns);
+    if (depth == 0 && !inside_any(fetches, stack[0].second, e.t_ns)) spans.emplace_back(stack[0].second, e.t_ns);
     stack.resize(depth);
   }
   return spans;

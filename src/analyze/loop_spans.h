@@ -15,8 +15,13 @@ namespace torchneck {
 
 using Span = std::pair<int64_t, int64_t>;  // [start_ns, end_ns)
 
-// Top-level nn.Module forward spans on the main thread, in time order.
-std::vector<Span> module_spans(const Run& run);
+// The DataLoader fetches (__next__) on the main thread, sorted by start.
+std::vector<Span> fetch_spans(const Run& run);
+
+// Top-level nn.Module forward spans on the main thread, in time order,
+// except those inside a DataLoader fetch: a module the loader calls
+// (torchvision's transforms are modules) is data work, not the model's.
+std::vector<Span> module_spans(const TimelineView& tv);
 
 // Maximal runs of backward work on the main thread: a pass ends when an
 // event that is not backward work starts after everything of the pass ended.

@@ -462,7 +462,7 @@ std::vector<PhaseSegment> phase_segments(const Run& run, const StepAnalysis& ana
   // every step only add points no step reads).
   const int64_t from = steps.front().start_ns, until = steps.back().end_ns;
   std::vector<PhaseInterval> intervals =
-      phase_intervals(tv, backward_passes(tv), module_spans(run), analysis.evaluation);
+      phase_intervals(tv, backward_passes(tv), module_spans(tv), analysis.evaluation);
   intervals.erase(std::remove_if(intervals.begin(), intervals.end(),
                                  [&](const PhaseInterval& iv) { return iv.start_ns >= until || iv.end_ns <= from; }),
                   intervals.end());
@@ -475,7 +475,7 @@ StepAnalysis analyze_steps(const Run& run) {
   a.timeline_truncated = run.dropped_events > 0;
   const TimelineView tv(run);
   const std::vector<Span> passes = backward_passes(tv);
-  const std::vector<Span> forward = module_spans(run);
+  const std::vector<Span> forward = module_spans(tv);
   a.evaluation = evaluation_passes(tv, passes, forward);
   for (const Span& s : detect_steps(tv, passes, forward, a.evaluation, &a.source)) {
     Step st;
@@ -500,14 +500,18 @@ StepAnalysis analyze_steps(const Run& run) {
   for (const Span& e : light_eval) intervals.push_back({e.first, e.second, Phase::kEvaluation, false, true, true});
   sweep(intervals, a.steps, nullptr, &joint);
   // Operators per step (all nesting levels) and their self time, those of
-  // evaluation passes left out: they are not the training step's work.
+  // evaluation passes and DataLoader fetches left out: they are not the
+  // training step's compute.
+  const std::vector<Span> fetches = fetch_spans(run);
   size_t sj = 0;
   for (size_t i : tv.main_events) {
     const OpEvent& e = run.timeline[i];
     if (e.kind != OpKind::kOperator) continue;
     while (sj < a.steps.size() && a.steps[sj].end_ns <= e.start_ns) ++sj;
     if (sj >= a.steps.size()) break;
-    if (e.start_ns < a.steps[sj].start_ns || inside_any(a.evaluation, e.start_ns, e.end_ns)) continue;
+    if (e.start_ns < a.steps[sj].start_ns || inside_any(a.evaluation, e.start_ns, e.end_ns) ||
+        inside_any(fetches, e.start_ns, e.end_ns))
+      continue;
     ++a.steps[sj].ops;
     a.steps[sj].op_self_ns += tv.self_ns[i];
   }

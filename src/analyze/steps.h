@@ -138,7 +138,7 @@ struct StepAnalysis {
   int64_t evaluation_ns = 0;
   int64_t window_ns = 0;   // all steps' time in the window, warm-up included
   double micro_batches_per_step = 0;  // median backward passes per steady step
-  double ops_per_step = 0;     // steady-state mean, evaluation left out
+  double ops_per_step = 0;     // steady-state mean, evaluation and data fetches left out
   double op_self_ns_per_step = 0;
   bool timeline_truncated = false;  // events were dropped: later steps unseen
   // Where the timeline was cut before the run's end: the whole run's steps

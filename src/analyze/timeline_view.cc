@@ -40,9 +40,12 @@ std::string_view TimelineView::name(const OpEvent& e) const {
   return e.name_id < run.strings.size() ? std::string_view(run.strings[e.name_id]) : std::string_view();
 }
 
-bool TimelineView::is_data(const OpEvent& e) const {
-  return e.kind == OpKind::kUserScope && starts_with(name(e), "enumerate(DataLoader)");
+bool is_data_fetch(const Run& run, const OpEvent& e) {
+  return e.kind == OpKind::kUserScope && e.name_id < run.strings.size() &&
+         starts_with(run.strings[e.name_id], "enumerate(DataLoader)");
 }
+
+bool TimelineView::is_data(const OpEvent& e) const { return is_data_fetch(run, e); }
 
 bool TimelineView::is_optimizer_step(const OpEvent& e) const {
   return e.kind == OpKind::kUserScope && starts_with(name(e), "Optimizer.step#");

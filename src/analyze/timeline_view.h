@@ -9,6 +9,10 @@
 
 namespace torchneck {
 
+// A DataLoader fetch (__next__): what TimelineView::is_data says, for a
+// reader that needs no view.
+bool is_data_fetch(const Run& run, const OpEvent& e);
+
 struct TimelineView {
   explicit TimelineView(const Run& run);
 

@@ -105,6 +105,33 @@ TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
   EXPECT_TRUE(eval);
 }
 
+TEST(LoopSteps, ATransformModuleInsideTheFetchIsDataNotEvaluation) {
+  // GIVEN 20 training steps whose 6 ms fetches each call a transform
+  // module (no backward through it: torchvision's transforms, num_workers=0)
+  // doing 5 ms of operators
+  RunBuilder rb = model_run();
+  rb.run.modules.push_back(ModuleInfo{"Normalize", "Normalize", 0, -1});
+  int64_t t = 0;
+  for (int i = 0; i < 20; ++i) {
+    rb.module(2, t + kMs / 2, t + 11 * kMs / 2);
+    for (int k = 0; k < 50; ++k)
+      rb.event("aten::sub", OpKind::kOperator, t + kMs / 2 + k * kMs / 10, t + kMs / 2 + (k + 1) * kMs / 10, 1000 + 50 * i + k);
+    t = train_step(rb, t, 6 * kMs, i);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN the fetch is data, there is no evaluation pass, and the
+  // transform's operators are not the step's compute
+  ASSERT_EQ(a.count, 20u);
+  EXPECT_TRUE(a.evaluation.empty());
+  EXPECT_EQ(a.evaluation_ns, 0);
+  EXPECT_EQ(a.steps[5].breakdown[Phase::kData], 6 * kMs);
+  EXPECT_EQ(a.steps[5].ops, 1u);
+  // and the transform is no layer of the model
+  const LayerAnalysis l = analyze_layers(rb.run, a.evaluation);
+  for (const LayerStats& x : l.layers) EXPECT_NE(x.name, "Normalize");
+}
+
 TEST(LoopSteps, ValidationFetchesStartNoStepWithoutAnOptimizer) {
   // GIVEN a manual-update loop (no optimizer: steps from DataLoader fetches)
   // with an evaluation pass of 4 batches after its 5th step

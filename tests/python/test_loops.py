@@ -283,6 +283,24 @@ def test_eval_in_loop_is_evaluation_heavy(tmp_path):
     assert near, f"no share within {TOLERANCE_PTS} points of {expected:.1f} % in {f['title']!r} {f['evidence']}"
 
 
+def test_transform_modules_in_the_loader_are_data_not_evaluation(tmp_path):
+    # torchvision's transforms are nn.Modules: in a single-process loader
+    # they run inside next(loader), without backward, and are the data wait.
+    profile, truth = run_loop("transform_modules", tmp_path)
+    assert truth["transform_calls"] >= truth["steps"]
+    expected = 100 * truth_share(truth, profile, "data_wait")
+    # slow_data_transform: the transforms' forward is the data time's Python;
+    # heavy_layer: the model's one conv is most of its forward + backward.
+    found = check_common(profile, truth, allowed={"slow_data_transform", "heavy_layer"})
+    model_layers = {layer["name"].split(".")[0] for layer in profile["layers"]}
+    assert "Sequential" not in model_layers, "the loader's transforms are listed as the model's layers"
+    evaluation = profile["steps"].get("evaluation_pct") or 0.0
+    assert evaluation < TOLERANCE_PTS, f"{evaluation:.1f} % called evaluation in a loop that never evaluates"
+    assert "evaluation_heavy" not in found, brief(profile)
+    if expected >= INPUT_BOUND_PCT + TOLERANCE_PTS:
+        assert "input_bound" in found, f"the script waited {expected:.1f} % for data: {brief(profile)}"
+
+
 def test_checkpoint_every_k_is_a_periodic_stall(tmp_path):
     profile, truth = run_loop("checkpoint_every_k", tmp_path)
     assert truth["saves"] >= 3 and truth["save_every"] == 5

@@ -35,7 +35,7 @@ void detect_framework_overhead(const DiagnosisInput& in, std::vector<Finding>& o
   if (share(compute, T) >= kComputeShareForHigh) f.severity = Severity::kHigh;
   f.title = "Framework overhead: " + std::to_string(static_cast<int64_t>(s.ops_per_step)) +
             " tiny operators per step, " + std::to_string(static_cast<int64_t>(mean_op_us + 0.5)) + " us each";
-  f.evidence.push_back(std::to_string(static_cast<int64_t>(s.ops_per_step)) + " operator calls per step on the main thread, mean self time " +
+  f.evidence.push_back(std::to_string(static_cast<int64_t>(s.ops_per_step)) + " operator calls per step on the main thread (DataLoader fetches left out), mean self time " +
                        std::to_string(mean_op_us).substr(0, 4) + " us");
   f.evidence.push_back("forward + backward + optimizer " + fmt_ms(compute) + " of a " + fmt_ms(T) + " step (" +
                        fmt_pct(share(compute, T)) + ")");
