@@ -133,6 +133,10 @@ stamp() {  # what the inside was installed from: the package lists, not file tim
 }
 
 mkdir -p "$state" "$tbuild"
+# One maker of the root at a time: a run that finds another making it (make
+# test starts that in the background) waits for it, then reuses the root.
+exec 9>"$state/lock"
+flock 9
 [ -f "$base_done" ] && [ -d "$dir" ] || { rm -f "$complete" "$base_done"; make_base; }
 mount_all
 # Finished once; again when the package lists changed since (compared by
@@ -141,6 +145,7 @@ mount_all
 if [ ! -f "$complete" ] || [ "$(cat "$complete")" != "$(stamp)" ]; then
   finish
 fi
+exec 9>&-
 # The machine's own trust store (it may hold a local proxy's CA), so that
 # what reaches the network inside (npm ci for the browser tests) works as here.
 cas=/etc/ssl/certs/ca-certificates.crt

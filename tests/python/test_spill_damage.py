@@ -1,8 +1,9 @@
 """A damaged profile.spill is never read silently: `torchneck report` refuses
 it in one line (exit 2) or gives the undamaged spill's profile.json, never
 other numbers, a traceback or a hang. The random trials are
-fuzz/spill_bytes.py's; TORCHNECK_SPILL_DAMAGE_COUNT sets how many (the issue
-asked for 200: `python fuzz/spill_bytes.py --count 200` prints the tally)."""
+fuzz/spill_bytes.py's; TORCHNECK_SPILL_DAMAGE_COUNT sets how many and
+TORCHNECK_SPILL_DAMAGE_SEED their seed (`python fuzz/spill_bytes.py --count
+200` prints the tally of more)."""
 
 import json
 import os
@@ -17,6 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "fuzz"))
 import spill_bytes  # noqa: E402
 
 COUNT = int(os.environ.get("TORCHNECK_SPILL_DAMAGE_COUNT", "40"))
+SEED = int(os.environ.get("TORCHNECK_SPILL_DAMAGE_SEED", "7"))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def test_a_damaged_byte_is_refused_or_changes_nothing(spill, tmp_path):
     # WHEN each is reported THEN it is refused in one line, or its
     # profile.json is the undamaged one's
     failures = [f"byte {at} {old:#04x} -> {new:#04x}: {what}"
-                for at, old, new, what in spill_bytes.trials(data, reference, str(tmp_path), COUNT, seed=7)
+                for at, old, new, what in spill_bytes.trials(data, reference, str(tmp_path), COUNT, seed=SEED)
                 if what not in ("refused", "identical")]
     assert not failures, "\n".join(failures)
 
