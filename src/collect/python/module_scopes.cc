@@ -302,29 +302,56 @@ std::string type_name(PyObject* obj) {
   return tp_name.substr(tp_name.rfind('.') == std::string::npos ? 0 : tp_name.rfind('.') + 1);
 }
 
-// Qualified names from the parents' _modules dicts: the key under which a
-// parent holds a child is the child's name segment in named_modules().
+// How deep a chain of modules that were never called (ModuleDict,
+// ModuleList: containers have no forward) is followed between a called
+// module and its called descendants; a cycle of them ends there too.
+constexpr int kMaxContainerDepth = 8;
+
+// The called modules `holder` holds, directly or through modules never
+// called, get `parent` (an index into mods) and their path from it as their
+// name segment: "transformer.h.0" for a block in a ModuleList in a ModuleDict.
+struct ModuleLinks {
+  Run& run;
+  size_t base;
+  const std::unordered_map<PyObject*, size_t>& index;
+  std::vector<std::string>& segment;
+};
+void link_children(ModuleLinks& l, PyObject* holder, size_t parent, const std::string& prefix, int depth) {
+  PyObject* children = PyObject_GetAttrString(holder, "_modules");
+  if (children == nullptr || !PyDict_Check(children)) {
+    Py_XDECREF(children);
+    PyErr_Clear();
+    return;
+  }
+  PyObject *key, *child;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(children, &pos, &key, &child)) {
+    const std::string path = prefix + utf8_of(key);
+    auto it = l.index.find(child);
+    if (it == l.index.end()) {
+      if (child != Py_None && depth < kMaxContainerDepth) {
+        Py_INCREF(child);
+        link_children(l, child, parent, path + ".", depth + 1);
+        Py_DECREF(child);
+      }
+      continue;
+    }
+    if (l.run.modules[l.base + it->second].parent >= 0 || it->second == parent) continue;
+    l.run.modules[l.base + it->second].parent = static_cast<int32_t>(l.base + parent);
+    l.segment[it->second] = path;
+  }
+  Py_DECREF(children);
+}
+
+// Qualified names from the parents' _modules dicts: the keys under which a
+// called module holds a child (through containers never called) are the
+// child's name segment in named_modules().
 void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods) {
   std::unordered_map<PyObject*, size_t> index;
   for (size_t i = 0; i < mods.size(); ++i) index.emplace(mods[i], i);
   std::vector<std::string> segment(mods.size());
-  for (size_t i = 0; i < mods.size(); ++i) {
-    PyObject* children = PyObject_GetAttrString(mods[i], "_modules");
-    if (children == nullptr || !PyDict_Check(children)) {
-      Py_XDECREF(children);
-      PyErr_Clear();
-      continue;
-    }
-    PyObject *key, *child;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(children, &pos, &key, &child)) {
-      auto it = index.find(child);
-      if (it == index.end() || run.modules[base + it->second].parent >= 0 || it->second == i) continue;
-      run.modules[base + it->second].parent = static_cast<int32_t>(base + i);
-      segment[it->second] = utf8_of(key);
-    }
-    Py_DECREF(children);
-  }
+  ModuleLinks links{run, base, index, segment};
+  for (size_t i = 0; i < mods.size(); ++i) link_children(links, mods[i], i, "", 0);
   // Roots are named by their class; with one root (the usual model), its
   // descendants' names are exactly named_modules()'s. With several roots
   // (a GAN's generator and discriminator), descendants are prefixed by their

@@ -1,0 +1,30 @@
+"""The layer tree as the model names it: each module called in the run is
+listed under the name model.named_modules() gives it, also when containers
+that are never called (nn.ModuleDict, nn.ModuleList) stand between it and
+its parent, and a block's time is inside its model's."""
+
+import json
+
+from conftest import load_profile, run_tool, script
+
+
+def test_blocks_held_in_containers_are_named_by_their_path(tmp_path):
+    # GIVEN a nanoGPT-style model: blocks in a ModuleList in a ModuleDict
+    out, truth_path = tmp_path / "out", tmp_path / "truth.json"
+    r = run_tool(["--detail=full", "-o", str(out), script("gpt_layout.py"), "--truth", str(truth_path)])
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(truth_path.read_text())
+    layers = {layer["name"]: layer for layer in load_profile(str(out))["layers"]}
+    # THEN every layer is the root (by its class) or one of named_modules()'s
+    # names, no root of the same class is numbered, and the blocks, the
+    # embeddings and the final norm are there under their paths
+    named = set(truth["named_modules"]) - set(truth["containers"])
+    assert set(layers) <= named | {truth["root"]}, sorted(set(layers) - named)
+    blocks = [n for n in named if n.startswith("transformer.h.") and n.count(".") == 2]
+    for name in blocks + ["transformer.wte", "transformer.wpe", "transformer.ln_f", "lm_head"]:
+        assert name in layers, f"{name} missing: {sorted(layers)}"
+    # AND the model's forward and backward hold its blocks'
+    root = layers[truth["root"]]
+    for key in ("forward_ms", "backward_ms"):
+        inside = sum(layers[b][key] for b in blocks)
+        assert root[key] >= inside, f"{key}: the model {root[key]:.2f} ms, its blocks {inside:.2f} ms"
