@@ -193,6 +193,7 @@ void classify(const Run& run, StepAnalysis& a) {
   if (steady.size() < kMinSteps) return;
   std::vector<size_t> slow, typical;
   std::vector<int64_t> typical_d;
+  std::vector<int64_t> local_level(a.steps.size(), 0);  // a slow step's neighbours' level
   for (size_t j = 0; j < steady.size(); ++j) {
     const size_t i = steady[j];
     size_t lo = j >= kLocalHalfWindow ? j - kLocalHalfWindow : 0;
@@ -202,10 +203,10 @@ void classify(const Run& run, StepAnalysis& a) {
     // this one as the run's start is in a drift.
     while (steady[lo] + kLocalHalfWindow < i) ++lo;
     while (steady[hi - 1] > i + kLocalHalfWindow) --hi;
-    const double threshold = kSlowFactor * static_cast<double>(percentile(
-        {d.begin() + static_cast<std::ptrdiff_t>(lo), d.begin() + static_cast<std::ptrdiff_t>(hi)}, 0.25));
-    if (static_cast<double>(a.steps[i].undetailed_ns()) > threshold) {
+    const int64_t level = percentile({d.begin() + static_cast<std::ptrdiff_t>(lo), d.begin() + static_cast<std::ptrdiff_t>(hi)}, 0.25);
+    if (static_cast<double>(a.steps[i].undetailed_ns()) > kSlowFactor * static_cast<double>(level)) {
       slow.push_back(i);
+      local_level[i] = level;
     } else {
       typical.push_back(i);
       if (a.steps[i].steady) typical_d.push_back(a.steps[i].duration());
@@ -214,12 +215,15 @@ void classify(const Run& run, StepAnalysis& a) {
   if (slow.empty()) return;
   if (!typical_d.empty()) a.typical_ns = percentile(typical_d, 0.5);
   // Evaluation steps first: their pass explains them, whatever their place.
+  // The extra time is over the step's neighbours (in a drift the run's
+  // typical step can be longer than a late slow one's neighbours).
   SlowGroup eval = group_of(SlowKind::kEvaluation);
   std::vector<size_t> rest;
   for (size_t i : slow) {
     const Step& s = a.steps[i];
-    const auto extra = static_cast<double>(s.duration() - a.typical_ns);
-    if (static_cast<double>(s.breakdown[Phase::kEvaluation]) >= kEvaluationPart * extra) eval.steps.push_back(i);
+    const auto extra = static_cast<double>(s.undetailed_ns() - local_level[i]);
+    const auto evaluation = static_cast<double>(s.breakdown[Phase::kEvaluation]);
+    if (evaluation > 0 && evaluation >= kEvaluationPart * extra) eval.steps.push_back(i);
     else rest.push_back(i);
   }
   // The period (and phase) covering most of the rest; the shorter on a tie.

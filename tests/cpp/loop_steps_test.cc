@@ -132,6 +132,22 @@ TEST(LoopSteps, ATransformModuleInsideTheFetchIsDataNotEvaluation) {
   for (const LayerStats& x : l.layers) EXPECT_NE(x.name, "Normalize");
 }
 
+TEST(LoopSteps, AnEarlySlowStepOfADriftIsNoEvaluationStep) {
+  // GIVEN 60 steps whose data wait grows 1 ms a step (steps of 10 -> 69
+  // ms), and step 8 waiting 26 ms: over twice its neighbours, shorter than
+  // the run's median step, with no evaluation in it
+  RunBuilder rb = model_run();
+  int64_t t = 0;
+  for (int i = 0; i < 60; ++i) t = train_step(rb, t, (i == 8 ? 26 : i) * kMs, i);
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  ASSERT_EQ(a.count, 60u);
+  // THEN it is slow, and not an evaluation step
+  EXPECT_NE(a.steps[8].slow, SlowKind::kNone);
+  EXPECT_NE(a.steps[8].slow, SlowKind::kEvaluation);
+  for (const SlowGroup& g : a.slow) EXPECT_NE(g.kind, SlowKind::kEvaluation);
+}
+
 TEST(LoopSteps, ValidationFetchesStartNoStepWithoutAnOptimizer) {
   // GIVEN a manual-update loop (no optimizer: steps from DataLoader fetches)
   // with an evaluation pass of 4 batches after its 5th step
