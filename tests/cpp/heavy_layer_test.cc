@@ -87,5 +87,26 @@ TEST(HeavyLayer, NotFoundWhenTheLayerIsASmallPartOfTheStep) {
   EXPECT_EQ(heavy(step_of(65, 0.40)), nullptr);
 }
 
+TEST(HeavyLayer, OnContendedCoresALayerFarAboveItsTwinsIsTheWaitNotItsWork) {
+  // GIVEN four equal convs (580 parameters each) of which one took 3 times
+  // the others, and fc small: the heaviest leaf is that conv
+  DiagnosisInput in = step_of(20, 0.05);
+  in.layers[2].forward_ns *= 3;
+  in.layers[2].backward_ns *= 3;
+  // WHEN the loop waited for a CPU a third of the run THEN it is named at
+  // low severity, saying its twins' time
+  in.main_runqueue_fraction = 0.33;
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("Layer conv0"), std::string::npos) << f->title;
+  EXPECT_EQ(f->severity, Severity::kLow);
+  bool said = false;
+  for (const std::string& e : f->evidence) said = said || e.find("layers of its type and size took") != std::string::npos;
+  EXPECT_TRUE(said);
+  // AND on a quiet host the same times keep their severity
+  in.main_runqueue_fraction = 0.0;
+  EXPECT_NE(heavy(in)->severity, Severity::kLow);
+}
+
 }  // namespace
 }  // namespace torchneck

@@ -28,6 +28,21 @@ constexpr double kMinLayerStepShare = kHeavyLayerShare * 0.40;
 constexpr double kAssumedLayerSaving = 0.5;
 // A model of one leaf layer with parameters has nothing to compare it with.
 constexpr size_t kMinLeaves = 2;
+// Layers of one type and size do the same work: on contended cores, one
+// that takes over twice its twins' median took a wait for a CPU, not work.
+constexpr double kTwinExcessFactor = 2.0;
+
+// The median time of the leaf layers of `heavy`'s type and parameter count
+// (itself left out); -1 when it has none.
+int64_t twins_median(const std::vector<LayerStats>& layers, const LayerStats& heavy) {
+  std::vector<int64_t> twins;
+  for (const LayerStats& l : layers)
+    if (&l != &heavy && l.leaf && l.depth > 0 && l.calls > 0 && l.type == heavy.type && l.params == heavy.params)
+      twins.push_back(l.combined());
+  if (twins.empty()) return -1;
+  std::nth_element(twins.begin(), twins.begin() + static_cast<std::ptrdiff_t>(twins.size() / 2), twins.end());
+  return twins[twins.size() / 2];
+}
 
 std::string advice(const LayerStats& l) {
   const std::string& t = l.type;
@@ -77,7 +92,9 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   // reshape) on top is then more likely the wait than its work: not to be
   // acted on. A layer with parameters keeps its severity, with a caution.
   const bool contended = in.main_runqueue_fraction >= thresholds::kContendedRunqueueShare;
-  if (contended && heavy->params == 0) f.severity = Severity::kLow;
+  const int64_t twins = contended ? twins_median(in.layers, *heavy) : -1;
+  const bool outran_twins = twins > 0 && static_cast<double>(heavy->combined()) > kTwinExcessFactor * static_cast<double>(twins);
+  if (contended && (heavy->params == 0 || outran_twins)) f.severity = Severity::kLow;
   f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
@@ -86,6 +103,8 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   if (contended)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
                          " of the run (core_contention): layer times include that wait");
+  if (outran_twins)
+    f.evidence.push_back("layers of its type and size took " + fmt_ms(twins) + " (median): the rest is more likely that wait than its work");
   f.evidence.push_back("whole model: " + fmt_ms(model_total) + " forward + backward");
   f.evidence.push_back("forward + backward are " + fmt_pct(compute) + " of a step on average");
   f.recommendation = advice(*heavy);
