@@ -18,6 +18,7 @@ from torchneck import env as envfacts
 from torchneck import facts as runfacts
 from torchneck import gpu_window
 from torchneck import graph_watch
+from torchneck import mode_marks
 from torchneck import output
 from torchneck import ranks
 from torchneck import spawned
@@ -363,6 +364,7 @@ class _ProfiledRun:
         watch.on_joined.append(self.joined)
         self.facts.install()
         self.backward = backward_scope.BackwardScope().install(native) if options.ops else None
+        self.mode_marks = mode_marks.ModeMarks().install(native) if options.ops else None
         watch.install()
         # In the process that runs the script: ranks it starts with
         # torch.multiprocessing.spawn are profiled too (spawned.py).
@@ -512,6 +514,8 @@ class _ProfiledRun:
         self.facts.uninstall()
         if self.backward is not None:
             self.backward.uninstall()
+        if self.mode_marks is not None:
+            self.mode_marks.uninstall()
         self.graphs.uninstall()
         self.guard.uninstall()
         self.watch.uninstall()

@@ -310,6 +310,25 @@ void mark_detailed(const Run& run, std::vector<Step>& steps) {
   }
 }
 
+// The spans from a model.eval() to the next model.train() (the launcher's
+// marks, python/torchneck/mode_marks.py) with no backward pass in them
+// (`backward`: the backward scopes, sorted).
+std::vector<Span> mode_evaluation(const TimelineView& tv, const std::vector<Span>& backward) {
+  std::vector<Span> out;
+  int64_t eval_start = -1;
+  for (size_t i : tv.main_events) {
+    const OpEvent& e = tv.run.timeline[i];
+    if (tv.is_eval_mark(e) && eval_start < 0) {
+      eval_start = e.start_ns;
+    } else if (tv.is_train_mark(e) && eval_start >= 0) {
+      auto b = std::lower_bound(backward.begin(), backward.end(), Span{eval_start, INT64_MIN});
+      if (b == backward.end() || b->first >= e.end_ns) out.emplace_back(eval_start, e.end_ns);
+      eval_start = -1;
+    }
+  }
+  return out;
+}
+
 // Evaluation passes as the light events show them (in every step: in
 // those outside detail windows they are the evaluation passes, their
 // module calls not seen; in the detailed ones, where loop_spans.h finds
@@ -322,6 +341,9 @@ void mark_detailed(const Run& run, std::vector<Step>& steps) {
 // training step is never one. Two loaders zipped are two fetches of which
 // the first is followed by no backward: at least 2 such fetches in a row
 // tell a validation loop from them.
+// Also a span from a model.eval() to the next model.train() (the
+// launcher's marks, python/torchneck/mode_marks.py) with no backward pass
+// in it: an evaluation that reads no DataLoader (nanoGPT's estimate_loss).
 constexpr size_t kMinEvalFetches = 2;
 std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Step>& steps) {
   const Run& run = tv.run;
@@ -350,8 +372,18 @@ std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Ste
     }
     f = end;
   }
-  return out;
+  const std::vector<Span> by_mode = mode_evaluation(tv, backward);
+  if (by_mode.empty()) return out;
+  out.insert(out.end(), by_mode.begin(), by_mode.end());
+  std::sort(out.begin(), out.end());
+  std::vector<Span> merged;
+  for (const Span& e : out) {
+    if (!merged.empty() && e.first <= merged.back().second) merged.back().second = std::max(merged.back().second, e.second);
+    else merged.push_back(e);
+  }
+  return merged;
 }
+
 
 // The breakdown of the steps outside detail windows (light_steps.h), learnt
 // from the detailed steady steps (with none, the detailed warm-up steps).

@@ -78,4 +78,14 @@ bool TimelineView::is_tool_scope(const OpEvent& e) const {
   return e.kind == OpKind::kUserScope && name(e) == "torchneck::graph_watch";
 }
 
+// The launcher's marks of nn.Module.train(False) and train(True)
+// (python/torchneck/mode_marks.py): seen in every step.
+bool TimelineView::is_eval_mark(const OpEvent& e) const {
+  return e.kind == OpKind::kUserScope && name(e) == "torchneck::eval_mode";
+}
+
+bool TimelineView::is_train_mark(const OpEvent& e) const {
+  return e.kind == OpKind::kUserScope && name(e) == "torchneck::train_mode";
+}
+
 }  // namespace torchneck

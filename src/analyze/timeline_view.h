@@ -24,6 +24,8 @@ struct TimelineView {
   bool is_backward(const OpEvent& e) const;      // node or engine wrapper
   bool is_backward_scope(const OpEvent& e) const;  // torchneck::backward (the launcher's)
   bool is_tool_scope(const OpEvent& e) const;      // torchneck::graph_watch (the launcher's own work)
+  bool is_eval_mark(const OpEvent& e) const;       // torchneck::eval_mode: a model.eval() (the launcher's)
+  bool is_train_mark(const OpEvent& e) const;      // torchneck::train_mode: a model.train()
 
   const Run& run;
   // Indices into run.timeline of the main thread's events, in start order.

@@ -22,6 +22,8 @@ JSON written by LoopClock.write(PATH, extra) (schema "torchneck-loop-truth/1"):
   shares            totals_s / steps_wall_s (all rows)
   shares_after_first_step  the same over rows 1..
   trailing          {"s": seconds after the last step, <keys>: what they held}
+  main_runqueue_share  the main thread's wait for a CPU while runnable over the
+                    loop (/proc/thread-self/schedstat) / loop_wall_s; null if unknown
   ...               whatever the script adds (documented in its docstring)
 """
 import json
@@ -44,6 +46,16 @@ def usable_cores():
         return os.cpu_count() or 1
 
 
+def runqueue_s():
+    """Seconds this thread has waited for a CPU while runnable (Linux
+    schedstat), or None where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class LoopClock:
     def __init__(self, shape, planted):
         self.shape, self.planted = shape, planted
@@ -51,9 +63,11 @@ class LoopClock:
         self.count_keys = set()
         self.cur = defaultdict(float)
         self.t0 = self.t_prev = self.t_end = 0.0
+        self.runqueue0 = self.runqueue1 = None
 
     # -- the loop calls these ------------------------------------------------
     def start(self):
+        self.runqueue0 = runqueue_s()
         self.t0 = self.t_prev = pc()
         return self.t0
 
@@ -92,6 +106,7 @@ class LoopClock:
 
     def stop(self):
         self.t_end = pc()
+        self.runqueue1 = runqueue_s()
 
     # -- the JSON ------------------------------------------------------------
     def summary(self, extra=None):
@@ -127,6 +142,9 @@ class LoopClock:
             "shares": {k: v / steps_wall for k, v in totals.items() if k != "step"},
             "shares_after_first_step": {k: v / after_wall for k, v in after.items() if k != "step"},
             "trailing": trailing,
+            "main_runqueue_share": ((self.runqueue1 - self.runqueue0) / (self.t_end - self.t0)
+                                    if self.runqueue0 is not None and self.runqueue1 is not None
+                                    and self.t_end > self.t0 else None),
         }
         out.update(extra or {})
         return out
