@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kOther = static_cast<int>(Phase::kOther);
 constexpr int kBackward = static_cast<int>(Phase::kBackward);
+constexpr int kEvaluation = static_cast<int>(Phase::kEvaluation);
 
 double median_of(std::vector<double>& v) {
   const size_t h = v.size() / 2;
@@ -50,6 +51,18 @@ double level_near(const std::vector<size_t>& order, size_t k, Time time, std::ve
   for (size_t m = k; m < order.size() && order[m] - order[k] <= kLevelRadius; ++m)
     if (const int64_t x = time(order[m]); x > 0) buf.push_back(static_cast<double>(x));
   return buf.empty() ? 0.0 : median_of(buf);
+}
+
+// A light step's evaluation is what its own light events show (DataLoader
+// fetch runs, model.eval() marks; steps.cc), never a share of its other
+// phases: a window that held the first steps' text sampling under no_grad
+// would give every later step that much "evaluation". The row of light
+// phase q (not evaluation) so gives evaluation nothing, renormalised.
+void only_seen_evaluation(double (&row)[kNumPhases], int q) {
+  row[kEvaluation] = 0;
+  double total = 0;
+  for (double v : row) total += v;
+  for (int p = 0; p < kNumPhases; ++p) row[p] = total > 0 ? row[p] / total : (p == q ? 1.0 : 0.0);
 }
 
 }  // namespace
@@ -94,6 +107,10 @@ LightSplit learn_light_split(const std::vector<JointPhases>& joint, const std::v
       }
     }
     for (int p = 0; p < kNumPhases; ++p) s.excess[q][p] = sum > 0 ? excess[p] / sum : s.typical[q][p];
+    if (q != kEvaluation) {
+      only_seen_evaluation(s.typical[q], q);
+      only_seen_evaluation(s.excess[q], q);
+    }
   }
   return s;
 }

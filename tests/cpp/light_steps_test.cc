@@ -52,6 +52,25 @@ TEST(LightSteps, AStallInOneDetailedStepSetsNoSplit) {
   EXPECT_NEAR(s.typical[kB][kB], 1.0, 1e-9);
 }
 
+TEST(LightSteps, EvaluationSeenOnlyInAWindowIsGivenToNoLightStep) {
+  // GIVEN detailed steps whose light "other" held, besides forward, a
+  // no_grad forward the detail called evaluation (a text sample) that no
+  // light event marks
+  constexpr int kE = static_cast<int>(Phase::kEvaluation);
+  std::vector<JointPhases> joint(5, detailed(800, 100));
+  for (JointPhases& j : joint) j[kO * kNumPhases + kE] = 100;
+  const LightSplit s = learn_light_split(joint, all(joint.size()));
+  // THEN a light step's "other" goes to forward and other, in the same
+  // proportions as without it: none to evaluation
+  EXPECT_EQ(s.typical[kO][kE], 0.0);
+  EXPECT_EQ(s.excess[kO][kE], 0.0);
+  EXPECT_NEAR(s.typical[kO][kF], 800.0 / 900.0, 1e-9);
+  std::vector<Step> steps;
+  for (int i = 0; i < 10; ++i) steps.push_back(light(i * 100000, 1000));
+  estimate_light_steps(steps, s);
+  for (const Step& st : steps) EXPECT_EQ(st.breakdown.ns[kE], 0);
+}
+
 TEST(LightSteps, ACheckpointInAWindowKeepsEveryCheckpointsTimeOther) {
   // Every 5th step also saves a checkpoint, 19 us of Python between its
   // operators, with no more backward than the others; the window held one.
