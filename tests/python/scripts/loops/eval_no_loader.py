@@ -32,7 +32,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--eval-every", type=int, default=10)
-    p.add_argument("--eval-iters", type=int, default=8)
+    p.add_argument("--eval-iters", type=int, default=20)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
