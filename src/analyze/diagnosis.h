@@ -43,7 +43,8 @@ struct DiagnosisInput {
   // that waits (sleep, I/O: workers overlap freely).
   double main_cpu_fraction = -1;
   // Of the main thread's time in DataLoader __next__, the share it ran on a
-  // CPU, measured at the fetches (Run::data_wait_cpu_ns), -1 unknown: where
+  // CPU or waited for one, measured at the fetches (Run::data_wait_cpu_ns),
+  // -1 unknown: where
   // known, loading_cpu_fraction() is this.
   double data_wait_cpu_fraction = -1;
   // Share of the run the main thread was runnable but waiting for a CPU

@@ -348,9 +348,10 @@ struct Run {
   // every 2nd, 4th, ... boundary in a long run); by thread, then time.
   std::vector<StepClock> step_clocks;
   // The main thread's time inside DataLoader __next__ (all fetches) and its
-  // CPU time there (CLOCK_THREAD_CPUTIME_ID at each fetch's ends), -1 when
-  // not measured: tells loading that computes from loading that waits
-  // (sleep, I/O, workers' batches), exactly.
+  // time there on a CPU or runnable waiting for one (CLOCK_THREAD_CPUTIME_ID
+  // and schedstat's run-queue wait at each fetch's ends), -1 when not
+  // measured: tells loading that computes from loading that waits (sleep,
+  // I/O, workers' batches), on a busy host too.
   int64_t data_wait_ns = -1;
   int64_t data_wait_cpu_ns = -1;
   std::vector<ModuleInfo> modules;

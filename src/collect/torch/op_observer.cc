@@ -298,10 +298,14 @@ void push_frame(ThreadState* st, OpKind kind, uint32_t name_id, uint64_t key, in
   f.child_ns = 0;
   const bool fetch = f.kind == OpKind::kUserScope && is_fetch(st, f.name_id);
   f.cpu_start_ns = -1;
+  f.runqueue_start_ns = 0;
   st->stack.push_back(f);
   st->stack.back().start_ns = now_ns();  // last: our own work is not the op's
   // After the start: see clock_reads_inside.
-  if (fetch) st->stack.back().cpu_start_ns = thread_cpu_ns();
+  if (fetch) {
+    st->stack.back().cpu_start_ns = thread_cpu_ns();
+    st->stack.back().runqueue_start_ns = read_thread_clocks(&st->schedstat_fd).runqueue_ns;
+  }
 }
 
 // Ends the frame `key` of this thread at end_ns (taken again after the
@@ -319,9 +323,12 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   const Frame f = stack.back();
   stack.pop_back();
   const bool boundary = f.kind == OpKind::kUserScope && is_boundary(st, f.name_id);
-  int64_t fetch_cpu_end = -1;
+  int64_t fetch_cpu_end = -1, fetch_runqueue_end = -1;
   if (f.cpu_start_ns >= 0 || boundary) {  // before the end: see clock_reads_inside
-    if (f.cpu_start_ns >= 0) fetch_cpu_end = thread_cpu_ns();
+    if (f.cpu_start_ns >= 0) {
+      fetch_cpu_end = thread_cpu_ns();
+      fetch_runqueue_end = read_thread_clocks(&st->schedstat_fd).runqueue_ns;
+    }
     if (boundary) record_step_clock(st);
     end_ns = now_ns();
   }
@@ -355,7 +362,9 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
     st->fetch_ns += total;
-    st->fetch_cpu_ns += fetch_cpu_end - f.cpu_start_ns;
+    // On a CPU, or runnable and waiting for one: preemption on a busy host
+    // is not loading that waits for I/O.
+    st->fetch_cpu_ns += fetch_cpu_end - f.cpu_start_ns + std::max<int64_t>(0, fetch_runqueue_end - f.runqueue_start_ns);
   }
 }
 

@@ -58,6 +58,7 @@ struct Frame {
   uint32_t agg;      // index into ThreadState::aggs
   OpKind kind;
   int64_t cpu_start_ns;  // DataLoader fetches only: the thread's CPU clock at start
+  int64_t runqueue_start_ns;  // and its wait for a CPU so far (schedstat)
 };
 
 // A distinct signature of an op on a thread; its text lives in the thread's
