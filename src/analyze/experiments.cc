@@ -22,7 +22,25 @@ std::string pct(double v) {
   return buf;
 }
 
+TryOutcome outcome_of(const ExperimentResult& r) {
+  if (!r.measured) return TryOutcome::kNotMeasured;
+  if (r.significant) return r.gain_pct > 0 ? TryOutcome::kGain : TryOutcome::kSlower;
+  if (r.gain_ci95.high < kTryNoiseFloorPct) return TryOutcome::kNoGain;
+  return TryOutcome::kInconclusive;
+}
+
 }  // namespace
+
+const char* try_outcome_name(TryOutcome o) {
+  switch (o) {
+    case TryOutcome::kNotMeasured: return "not_measured";
+    case TryOutcome::kGain: return "gain";
+    case TryOutcome::kSlower: return "slower";
+    case TryOutcome::kNoGain: return "no_gain";
+    case TryOutcome::kInconclusive: return "inconclusive";
+  }
+  return "not_measured";
+}
 
 std::vector<ExperimentResult> analyze_experiments(const Run& run) {
   std::vector<ExperimentResult> out;
@@ -42,6 +60,7 @@ std::vector<ExperimentResult> analyze_experiments(const Run& run) {
       r.gain_ci95 = {-change.high, -change.low};
       r.significant = (r.gain_ci95.low > 0 || r.gain_ci95.high < 0) && std::fabs(r.gain_pct) >= kTryNoiseFloorPct;
     }
+    r.outcome = outcome_of(r);
     out.push_back(r);
   }
   return out;
@@ -63,15 +82,23 @@ void apply_experiments(Diagnosis& d, std::vector<ExperimentResult>& results, con
                                    fmt_ms(static_cast<int64_t>(r.try_ms * 1e6)) + ", a gain of " + pct(r.gain_pct) +
                                    " (95 % interval " + pct(r.gain_ci95.low) + " .. " + pct(r.gain_ci95.high) + ", " +
                                    std::to_string(r.baseline_steps) + " + " + std::to_string(r.try_steps) + " steps)";
-      if (r.significant && r.gain_pct > 0) {
-        f.evidence.push_back(measured);
-      } else if (r.significant) {
-        f.evidence.push_back(measured + ": the setting made the step slower on this machine, so this finding is "
-                                        "demoted to low");
-        f.severity = Severity::kLow;
-      } else {
-        f.evidence.push_back(measured + ": no gain on this machine, so this finding is demoted to low");
-        f.severity = Severity::kLow;
+      switch (r.outcome) {
+        case TryOutcome::kGain: f.evidence.push_back(measured); break;
+        case TryOutcome::kSlower:
+          f.evidence.push_back(measured + ": the setting made the step slower on this machine, so this finding is "
+                                          "demoted to low");
+          f.severity = Severity::kLow;
+          break;
+        case TryOutcome::kNoGain:
+          f.evidence.push_back(measured + ": no gain on this machine, so this finding is demoted to low");
+          f.severity = Severity::kLow;
+          break;
+        case TryOutcome::kInconclusive:
+          f.evidence.push_back(measured + ": inconclusive, the interval is too wide to show or rule out a gain; the "
+                                          "finding stands as estimated (more --try-steps, or a quieter machine, "
+                                          "would settle it)");
+          break;
+        case TryOutcome::kNotMeasured: break;
       }
       break;
     }

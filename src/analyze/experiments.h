@@ -12,6 +12,12 @@
 
 namespace torchneck {
 
+// What a measurement says of its setting. kInconclusive: the interval holds 0
+// but reaches past the noise floor, so a gain worth having is neither shown
+// nor ruled out (a loaded machine, too few steps); the finding stands.
+enum class TryOutcome { kNotMeasured, kGain, kSlower, kNoGain, kInconclusive };
+const char* try_outcome_name(TryOutcome o);
+
 struct ExperimentResult {
   const Experiment* experiment = nullptr;
   size_t baseline_steps = 0, try_steps = 0;
@@ -20,6 +26,7 @@ struct ExperimentResult {
   double gain_pct = 0;                 // step time saved: 1 - try / baseline, in %
   Interval gain_ci95;                  // of gain_pct
   bool significant = false;            // the interval excludes 0 and the gain passes kTryNoiseFloorPct
+  TryOutcome outcome = TryOutcome::kNotMeasured;
   std::string finding;                 // the id of the finding whose try_setting it is, "" when none
   std::optional<double> estimated_gain_pct;  // that finding's estimate
 };
@@ -37,8 +44,9 @@ std::vector<ExperimentResult> analyze_experiments(const Run& run);
 
 // Each measured experiment's result onto the finding whose try_setting it
 // is: the measured gain and interval in its fields and evidence; a finding
-// whose fix measured no gain (interval holding 0, or under the floor) is
-// demoted to low, its evidence saying so. Then sorts and writes the verdict
+// whose fix measured no gain (the interval below the floor) or a slower
+// step is demoted to low, its evidence saying so; an inconclusive one keeps
+// its severity, its evidence saying what would settle it. Then sorts and writes the verdict
 // again (finish_diagnosis). Also fills each result's `finding`.
 void apply_experiments(Diagnosis& d, std::vector<ExperimentResult>& results, const StepAnalysis& steps);
 

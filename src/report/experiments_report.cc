@@ -27,6 +27,7 @@ void write_experiments_json(JsonWriter& w, const std::vector<ExperimentResult>& 
     if (r.measured) w.begin_array().value(r.gain_ci95.low).value(r.gain_ci95.high).end_array();
     else w.null();
     w.field("significant", r.significant);
+    w.field("outcome", try_outcome_name(r.outcome));
     w.field("finding", r.finding);
     w.key("estimated_gain_pct");
     r.estimated_gain_pct ? w.value(*r.estimated_gain_pct) : w.null();
@@ -46,7 +47,10 @@ std::string experiments_text(const std::vector<ExperimentResult>& results) {
       appendf(out, "    measured: step %.2f ms -> %.2f ms, gain %.1f %% (95 %% interval %.1f .. %.1f %%; %zu + %zu steps, "
                    "%lld round(s))%s\n",
               r.baseline_ms, r.try_ms, r.gain_pct, r.gain_ci95.low, r.gain_ci95.high, r.baseline_steps, r.try_steps,
-              static_cast<long long>(e.rounds), r.significant ? "" : ": no significant gain");
+              static_cast<long long>(e.rounds), r.outcome == TryOutcome::kGain           ? ""
+              : r.outcome == TryOutcome::kInconclusive ? ": inconclusive"
+              : r.outcome == TryOutcome::kSlower       ? ": slower"
+                                                       : ": no gain");
       if (r.estimated_gain_pct) appendf(out, "    estimated by %s: %.1f %%\n", r.finding.c_str(), *r.estimated_gain_pct);
       else if (!r.finding.empty()) appendf(out, "    %s estimated no gain; this is the measurement\n", r.finding.c_str());
     }

@@ -72,10 +72,31 @@ TEST(Experiments, NoGainOrALossDemotesTheFinding) {
     Diagnosis d = with_finding("threads=2", std::nullopt);
     apply_experiments(d, results, StepAnalysis{});
     EXPECT_EQ(d.findings[0].severity, Severity::kLow) << try_ms;
+    EXPECT_EQ(results[0].outcome, try_ms == 40 ? TryOutcome::kNoGain : TryOutcome::kSlower) << try_ms;
     EXPECT_NE(d.findings[0].evidence.back().find(try_ms == 40 ? "no gain on this machine" : "made the step slower"),
               std::string::npos)
         << d.findings[0].evidence.back();
   }
+}
+
+TEST(Experiments, AWideIntervalIsInconclusiveAndTheFindingStands) {
+  // GIVEN try steps of 20 and 60 ms alternately (a loaded machine) against a
+  // steady 40 ms baseline: a mean gain near 0, an interval reaching past 3 %
+  torchneck::Run run = run_with("num_workers=4", 40, 40);
+  std::vector<int64_t>& tried = run.experiments[0].try_ns;
+  for (size_t i = 0; i < tried.size(); ++i) tried[i] = (i % 2 ? 60 : 20) * kMs;
+  std::vector<ExperimentResult> results = analyze_experiments(run);
+  Diagnosis d = with_finding("num_workers=4", 55.0);
+  apply_experiments(d, results, StepAnalysis{});
+  // THEN inconclusive: neither a gain nor none, the finding kept as it was
+  ASSERT_TRUE(results[0].measured);
+  EXPECT_FALSE(results[0].significant);
+  EXPECT_LT(results[0].gain_ci95.low, 0);
+  EXPECT_GT(results[0].gain_ci95.high, kTryNoiseFloorPct);
+  EXPECT_EQ(results[0].outcome, TryOutcome::kInconclusive);
+  EXPECT_EQ(d.findings[0].severity, Severity::kHigh);
+  EXPECT_NE(d.findings[0].evidence.back().find("inconclusive"), std::string::npos) << d.findings[0].evidence.back();
+  EXPECT_EQ(d.findings[0].evidence.back().find("demoted"), std::string::npos) << d.findings[0].evidence.back();
 }
 
 TEST(Experiments, AnUnmeasuredOrUnrelatedExperimentChangesNothing) {
