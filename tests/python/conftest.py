@@ -48,6 +48,18 @@ def load_profile(out_dir):
         return json.load(f)
 
 
+# A busy machine: the run's main thread waited for a CPU this share of its
+# wall time (core_contention's line, docs/findings.md), by its own schedstat.
+# A test whose premise is free cores (workers or windows that pay off) asks
+# this of the same run before it holds the tool to that premise.
+CONTENDED_SHARE = 0.10
+
+
+def contended(profile):
+    run = profile["run"]
+    return run["main_thread_runqueue_s"] >= CONTENDED_SHARE * run["wall_s"]
+
+
 @pytest.fixture
 def out_dir(tmp_path):
     return str(tmp_path / "out")

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import ESTIMATED_PHASES, ROOT, load_profile, run_tool, window_sampling_pp
+from conftest import ESTIMATED_PHASES, ROOT, contended, load_profile, run_tool, window_sampling_pp
 
 EXAMPLES = os.path.join(ROOT, "examples")
 # Steps per example: enough that the windows close on the examples whose
@@ -138,15 +138,8 @@ def test_windows_leave_the_light_steps_room_in_the_timeline(tmp_path):
 
 
 # The windows' period follows the measured cost, which a busy machine
-# measures higher and noisier: beside busy loops none reopened in 600 steps.
-# Busy: the run's main thread waited for a CPU this share of its wall time
-# (core_contention's line, docs/findings.md).
-CONTENDED_SHARE = 0.10
-
-
-def contended(profile):
-    run = profile["run"]
-    return run["main_thread_runqueue_s"] >= CONTENDED_SHARE * run["wall_s"]
+# measures higher and noisier: beside busy loops none reopened in 600 steps
+# (conftest.contended).
 
 
 @pytest.mark.quiet_machine

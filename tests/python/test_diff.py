@@ -47,6 +47,18 @@ def own_mean_ms(profile, truth):
 OWN_DRIFT = 0.15
 
 
+# input_bound's line (docs/findings.md), and how far our data share may be
+# from the script's own: near the line either verdict is right.
+INPUT_BOUND_PCT, DATA_TOLERANCE_PP = 25.0, 5.0
+
+
+def own_data_pct(profile, truth):
+    """The script's own data-wait share of its steady steps, in %."""
+    per, rows = truth["per_step_s"], profile["steps"]["per_step"]
+    keep = [i for i, s in enumerate(rows) if s["steady"]]
+    return 100 * sum(per["data_wait"][i] for i in keep) / sum(per["step"][i] for i in keep)
+
+
 def own_change_pct(before, after):
     return 100 * (own_mean_ms(*after) / own_mean_ms(*before) - 1)
 
@@ -81,10 +93,17 @@ def test_a_faster_loader_is_the_data_phase_and_resolves_input_bound(tmp_path):
     assert inside(own, d["ci95_pct"]), (own, d["step_change_pct"], d["ci95_pct"])
     assert d["significant"] and d["step_change_pct"] < 0
     assert d["phases"][0]["name"] == "data", d["phases"]
-    assert "input_bound" in d["findings"]["resolved"], d["findings"]
-    [detail] = [f for f in d["findings"]["details"] if f["id"] == "input_bound"]
-    assert detail["estimated_change_pct"] is not None and detail["measured_change_pct"] == d["step_change_pct"]
-    assert f"estimated {detail['estimated_change_pct']:+.1f} %, measured {d['step_change_pct']:+.1f} %" in text
+    # input_bound resolved where the script's own clock puts the fast
+    # loader's wait under the finding's line (beside other work even an
+    # in-memory loader waits for a CPU, and near the line either is right).
+    own_after = own_data_pct(pa, ta)
+    if own_after < INPUT_BOUND_PCT - DATA_TOLERANCE_PP:
+        assert "input_bound" in d["findings"]["resolved"], (own_after, d["findings"])
+        [detail] = [f for f in d["findings"]["details"] if f["id"] == "input_bound"]
+        assert detail["estimated_change_pct"] is not None and detail["measured_change_pct"] == d["step_change_pct"]
+        assert f"estimated {detail['estimated_change_pct']:+.1f} %, measured {d['step_change_pct']:+.1f} %" in text
+    elif own_after >= INPUT_BOUND_PCT + DATA_TOLERANCE_PP:
+        assert "input_bound" in d["findings"]["kept"], (own_after, d["findings"])
     assert text.startswith("torchneck diff\n") and "VERDICT: Faster: " in text
 
 

@@ -26,6 +26,8 @@ SERIOUS = ("medium", "high")
 # input_bound's line (docs/findings.md): a finding from 25 % of the step
 # waiting for data; within TOLERANCE_PTS of it either verdict is right.
 INPUT_BOUND_PCT = 25.0
+# optimizer_heavy's line (docs/findings.md): step + zero_grad 20 % of the step.
+OPTIMIZER_HEAVY_PCT = 20.0
 # A slow step is over twice the fast steps' level (slow_steps.cc); by the
 # script's clock it counts as slow from three quarters of that, as the two
 # clocks cut a step ~1 ms apart at some boundaries.
@@ -198,6 +200,16 @@ def check_common(profile, truth, planted=(), allowed=()):
             ok.add("periodic_stall")
     if "input_bound" in found and expected >= INPUT_BOUND_PCT - TOLERANCE_PTS:
         ok.add("input_bound")
+    # ... and its optimizer's parallel updates wait for a CPU: optimizer_heavy
+    # is true of the run where the script's own clock of step + zero_grad
+    # says so, and then our share must be the script's.
+    if "optimizer_heavy" in found and "optimizer_heavy" not in ok and "optimizer" in truth["per_step_s"]:
+        own_optimizer = 100 * truth_share(truth, profile, "optimizer")
+        ours = steps["breakdown_pct"]["optimizer"]
+        if own_optimizer >= OPTIMIZER_HEAVY_PCT - TOLERANCE_PTS:
+            assert abs(ours - own_optimizer) <= TOLERANCE_PTS, (
+                f"{truth['shape']}: optimizer share {ours:.1f} % in the profile vs the script's {own_optimizer:.1f} %")
+            ok.add("optimizer_heavy")
     # core_contention: true of the run where the script's own main thread
     # waited for a CPU near the detector's 10 % of the loop or more.
     if "core_contention" in found and (truth.get("main_runqueue_share") or 0) >= CONTENDED_SHARE * SLOW_MARGIN:

@@ -10,7 +10,7 @@ import re
 import subprocess
 import textwrap
 
-from conftest import PYTHON, ROOT, load_profile, run_tool, script
+from conftest import PYTHON, ROOT, contended, load_profile, run_tool, script
 
 EXAMPLE = os.path.join(ROOT, "examples", "input_bound_sleep.py")
 TOOL = os.path.join(ROOT, "torchneck")
@@ -49,15 +49,23 @@ def test_more_workers_measured_as_the_edited_script_gains(tmp_path):
     # The edited script (--num-workers 2) against the unedited one, both
     # plain, by the example's own clock: the gain --try measured is within
     # 10 points of it.
-    edited = 100 * (1 - plain_mean_step_s(tmp_path, "--steps", "60", "--num-workers", "2")
-                    / plain_mean_step_s(tmp_path, "--steps", "60", "--num-workers", "0"))
-    assert edited > 20, f"the edited script gains {edited:.1f} %: the example planted no input bound"
-    assert abs(e["measured_gain_pct"] - edited) <= 10, (e["measured_gain_pct"], edited)
+    # Beside other work (the profiled run's main thread waited for a CPU 10 %
+    # of it, by its own schedstat) the workers' gain differs from run to run
+    # by more than that (a --try run of 23 steps measured 18 ms a step, the
+    # next 73 ms, by the script's clock alike), so the plain runs, made after,
+    # are no oracle for it: there the finding's following its measurement
+    # (below) is what is held.
+    if not contended(profile):
+        edited = 100 * (1 - plain_mean_step_s(tmp_path, "--steps", "60", "--num-workers", "2")
+                        / plain_mean_step_s(tmp_path, "--steps", "60", "--num-workers", "0"))
+        assert edited > 20, f"the edited script gains {edited:.1f} %: the example planted no input bound"
+        assert abs(e["measured_gain_pct"] - edited) <= 10, (e["measured_gain_pct"], edited)
     # The finding it measures carries the measurement beside its estimate.
     f = findings(profile)["input_bound"]
     assert f["try_setting"] == "num_workers=2" and e["finding"] == "input_bound"
     assert f["measured_gain_pct"] == e["measured_gain_pct"] and f["measured_gain_ci95_pct"] == e["ci95_pct"]
-    assert e["estimated_gain_pct"] == f["estimated_gain_pct"] and f["severity"] == "high"
+    assert e["estimated_gain_pct"] == f["estimated_gain_pct"]
+    assert f["severity"] == ("low" if e["outcome"] in ("no_gain", "slower") else "high"), (f, e)
     assert any(x.startswith("measured with --try num_workers=2: ") for x in f["evidence"]), f["evidence"]
     assert "Experiments (--try" in r.stderr and "num_workers=2: measured" in r.stderr
     # AND the report rebuilt from the spill keeps them
@@ -75,12 +83,16 @@ def test_threads_measured_and_the_finding_follows_the_measurement(tmp_path):
     assert e["state"] == "measured" and e["applied"] == "torch.set_num_threads(2) before the script", e
     f = findings(profile).get("cpu_threads_underused")
     if f is not None:  # torch 1.13 here starts with 1 thread of 2 cores; torch 2.x with 2
-        gained = e["significant"] and e["measured_gain_pct"] > 0
         assert f["measured_gain_pct"] == e["measured_gain_pct"]
+        assert e["outcome"] == ("gain" if e["significant"] and e["measured_gain_pct"] > 0
+                                else "slower" if e["significant"] else "no_gain" if e["ci95_pct"][1] < 3
+                                else "inconclusive"), e
         demoted = any("demoted to low" in x for x in f["evidence"])
-        assert demoted == (not gained), (f["evidence"], e)
+        assert demoted == (e["outcome"] in ("no_gain", "slower")), (f["evidence"], e)
         if demoted:
             assert f["severity"] == "low", f
+        if e["outcome"] == "inconclusive":
+            assert any("inconclusive" in x for x in f["evidence"]), f["evidence"]
 
 
 def write(tmp_path, name, body):
