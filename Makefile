@@ -52,13 +52,14 @@ test-python: browser-deps
 
 # The same suite, LOADED_TESTS under scripts/with-cpu-hog.sh: the timing
 # tests hold on a machine whose cores other work also wants (those marked
-# quiet_machine, whose premise needs the cores, run apart, quiet).
+# quiet_machine, whose premise needs the cores, run apart, quiet: after the
+# background Debian 13 build, if one runs, has ended).
 LOADED_TESTS = tests/python/test_distributed.py tests/python/test_detail_windows.py \
                tests/python/test_detail_loops.py tests/python/test_diagnosis.py
 test-python-loaded: browser-deps
 	$$(cat $(BUILD)/python-path) -m pytest -q tests/python $(addprefix --ignore=,$(LOADED_TESTS))
 	scripts/with-cpu-hog.sh $$(cat $(BUILD)/python-path) -m pytest -q -m "not quiet_machine" $(LOADED_TESTS)
-	$$(cat $(BUILD)/python-path) -m pytest -q -m quiet_machine $(LOADED_TESTS)
+	scripts/trixie-build-wait.sh $$(cat $(BUILD)/python-path) -m pytest -q -m quiet_machine $(LOADED_TESTS)
 
 # playwright-core for the report.html browser tests, as pinned by the lockfile.
 browser-deps: tests/browser/node_modules/.package-lock.json

@@ -19,12 +19,8 @@ timed() {  # label, command...: runs it, records its time and exit status
 timed "root (made or reused)" "$env" true || { echo "test-trixie: ${summary[*]}" >&2; exit 1; }
 status=0
 # `make test` started this build in the background at nice 19
-# (scripts/trixie-build-early.sh): now it runs at normal priority, and this
-# build, incremental then, waits for it (its lock).
-if [ -f build/trixie-build.pgid ]; then
-  renice -n 0 -g "$(cat build/trixie-build.pgid)" >/dev/null 2>&1 || true
-fi
-timed build flock build/trixie-build.lock "$env" make -C /src -k build JOBS="$jobs" || status=1
+# (scripts/trixie-build-early.sh): this build, incremental then, waits for it.
+timed build scripts/trixie-build-wait.sh "$env" make -C /src -k build JOBS="$jobs" || status=1
 timed ctest "$env" make -C /src test-cpp || status=1
 # pytest directly, not `make test-python`: that reads build/python-path,
 # which a failed build does not write, and the Python tests need only the
