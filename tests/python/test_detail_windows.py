@@ -88,10 +88,14 @@ def test_windowed_figures_match_full_detail_against_the_scripts_clock(example, t
     for p, truth in ((full, full_truth), (window, window_truth)):
         assert p["steps"]["count"] == truth["steps"] == STEPS[example]
     check_window_against_full(window, window_truth, full, full_truth)
-    if example in TOP_LAYER:
+    # The top layer, where both runs had their cores: beside other work each
+    # layer's time holds its waits for a CPU, which land on whatever runs
+    # then (heavy_linear's conv2 above its fc in one full run, Debian 13's
+    # two intra-op threads beside busy loops).
+    if example in TOP_LAYER and not (contended(full) or contended(window)):
         assert top_leaf(window) == top_leaf(full)
-    if example == "heavy_linear":
-        assert top_leaf(window) == window_truth["layer"]["name"]
+        if example == "heavy_linear":
+            assert top_leaf(window) == window_truth["layer"]["name"]
 
 
 def test_costly_detail_is_windowed_and_its_steps_estimated(tmp_path):

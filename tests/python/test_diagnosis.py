@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, load_profile, own_growth, run_tool, script
+from conftest import ROOT, contended, load_profile, own_growth, run_tool, script
 
 EXAMPLES = os.path.join(ROOT, "examples")
 # input_bound's lines (docs/findings.md): a finding from 25 % of the step
@@ -82,9 +82,16 @@ def test_heavy_linear_is_the_top_layer(tmp_path):
     assert top["name"] == truth["layer"]["name"]
     assert top["params"] == truth["layer"]["params"]
     found = ids(profile)
-    assert "heavy_layer" in found and truth["layer"]["name"] in found["heavy_layer"]["title"]
     assert "input_bound" not in found
-    assert profile["verdict"].startswith("Layer " + truth["layer"]["name"])
+    # heavy_layer and its verdict where the run had its cores: beside other
+    # work the waits for a CPU land on every layer, and fc's share of the
+    # model came under the 40 % line once (Debian 13's two intra-op threads
+    # beside busy loops); if it fires there, it names fc.
+    if not contended(profile):
+        assert "heavy_layer" in found
+        assert profile["verdict"].startswith("Layer " + truth["layer"]["name"])
+    if "heavy_layer" in found:
+        assert truth["layer"]["name"] in found["heavy_layer"]["title"], found["heavy_layer"]
 
 
 def test_tiny_ops_is_framework_overhead(tmp_path):
