@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from conftest import load_profile, run_tool, script
+from conftest import contended, load_profile, run_tool, script
 
 TOLERANCE_PTS = 5.0
 SERIOUS = ("medium", "high")
@@ -425,10 +425,15 @@ def test_growing_history_is_a_step_time_drift(tmp_path):
     found = check_common(profile, truth, planted={"step_time_drift"} if own_trend else set(),
                          allowed={"framework_overhead"})
     own = script_drift_pct(truth, profile)
-    assert own is not None and own >= 50, f"the script's own steps grew {own} %: the shape did not plant a drift"
+    # The premise, where the run had its cores: beside busy loops the
+    # machine's changing speed can hide the planted growth from the script's
+    # clock too (its own steps shrank 13 % in one run), and then there is no
+    # drift to find (own_trend, above).
+    if not contended(profile):
+        assert own is not None and own >= 50, f"the script's own steps grew {own} %: the shape did not plant a drift"
     f = found.get("step_time_drift")
     if f is not None:
-        assert drift_agrees(f["growth_pct"], own), (
+        assert own is not None and drift_agrees(f["growth_pct"], own), (
             f"step_time_drift says {f['growth_pct']:.1f} %, the script's own clock {own:.1f} % over the same steps")
     if not own_trend:
         return
