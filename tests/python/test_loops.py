@@ -440,9 +440,13 @@ def test_growing_history_is_a_step_time_drift(tmp_path):
     # The late steps are typical, not slow: no slow group hides the drift.
     # A loaded machine spikes steps too, which the script's clock sees as
     # well; of the others at most 3 (seen in CI: one step 7 ms over twice
-    # its neighbours).
+    # its neighbours). Early steps called slow against their neighbours hide
+    # nothing (beside busy loops: steps 8-11, under the script's global
+    # line of 1.5 times its fast quartile, set by those early steps).
     slow, confirmed = slow_steps(truth, profile)
-    assert len(slow) - len(confirmed) <= 3, (profile["steps"]["slow"], slow, confirmed)
+    late = len(profile["steps"]["per_step"]) // 2
+    unconfirmed_late = [i for i in slow if i >= late and i not in confirmed]
+    assert len(unconfirmed_late) <= 3, (profile["steps"]["slow"], slow, confirmed)
     # The launcher saw `loss`'s graph rebuilt larger every step, not kept:
     # the evidence says so, and memory_creep (if any) blames no graph.
     graphs = {g["variable"]: g for g in profile["memory"]["growing_graphs"]}
