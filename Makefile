@@ -27,10 +27,9 @@ demo: build
 # every core (a shared host; test-python-loaded), then again, quiet, in the
 # Debian 13 root (Python 3.13, torch 2.x; test-trixie). The root is made
 # while Debian 12's half builds, and waited for before Debian 12's timed
-# tests; Debian 13's build then runs at nice 19
-# beside Debian 12's tests (scripts/trixie-build-early.sh), and test-trixie
-# waits for both. (`make compat` is not in it: test-trixie builds those
-# units for real.)
+# tests; Debian 13's build then runs at nice 19 beside Debian 12's tests
+# (scripts/trixie-build-early.sh), and test-trixie waits for it. (`make
+# compat` is not in it: test-trixie builds those units for real.)
 test: trixie-root-early build test-cpp trixie-root-wait trixie-build-early test-python-loaded fuzz-short test-trixie
 
 # scripts/trixie-env.sh makes the root once, one maker at a time (a lock):
