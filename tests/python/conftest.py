@@ -65,6 +65,15 @@ def out_dir(tmp_path):
     return str(tmp_path / "out")
 
 
+def truth_share(truth, profile, phase):
+    """The script's own share of `phase`, over the steps the profile calls steady."""
+    steps = profile["steps"]["per_step"]
+    per = truth["per_step_s"]
+    assert len(steps) == len(per["step"]), "step boundaries differ from the script's iterations"
+    keep = [i for i, s in enumerate(steps) if s["steady"]]
+    return sum(per[phase][i] for i in keep) / sum(per["step"][i] for i in keep)
+
+
 def own_growth(profile, truth):
     """The script's own step time growth over a run: the median of the
     last third of its steady steps (as the profile marks them) over the

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 
-from conftest import ROOT, contended, load_profile, run_tool
+from conftest import ROOT, contended, load_profile, run_tool, truth_share
 
 EXAMPLE = os.path.join(ROOT, "examples", "seed_case_study.py")
 TOOL = os.path.join(ROOT, "torchneck")
@@ -108,9 +108,7 @@ def test_run_try_fix_diff(tmp_path):
     # under the finding's line (25 %, 5 points either side are right), and
     # it was serious before (diff compares medium and high findings).
     with open(ta) as f:
-        per = json.load(f)["per_step_s"]
-    keep = [i for i, s in enumerate(load_profile(after)["steps"]["per_step"]) if s["steady"]]
-    own_after = 100 * sum(per["data_wait"][i] for i in keep) / sum(per["step"][i] for i in keep)
+        own_after = 100 * truth_share(json.load(f), load_profile(after), "data_wait")
     if own_after < INPUT_BOUND_PCT - DATA_TOLERANCE_PP and not demoted:
         assert "input_bound" in diff["findings"]["resolved"], (own_after, diff["findings"])
         [detail] = [x for x in diff["findings"]["details"] if x["id"] == "input_bound"]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, contended, load_profile, own_growth, run_tool, script
+from conftest import ROOT, contended, load_profile, own_growth, run_tool, script, truth_share
 
 EXAMPLES = os.path.join(ROOT, "examples")
 # input_bound's lines (docs/findings.md): a finding from 25 % of the step
@@ -29,15 +29,6 @@ def profile_example(name, tmp_path, *args):
 
 def ids(profile):
     return {f["id"]: f for f in profile["findings"]}
-
-
-def truth_share(truth, profile, phase):
-    """The script's own share of `phase`, over the steps the profile calls steady."""
-    steps = profile["steps"]["per_step"]
-    per = truth["per_step_s"]
-    assert len(steps) == len(per["step"]), "step boundaries differ from the script's iterations"
-    keep = [i for i, s in enumerate(steps) if s["steady"]]
-    return sum(per[phase][i] for i in keep) / sum(per["step"][i] for i in keep)
 
 
 @pytest.mark.parametrize("example", ["input_bound_sleep", "input_bound_python"])

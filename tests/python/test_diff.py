@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, load_profile, own_growth, run_tool, script
+from conftest import ROOT, load_profile, own_growth, run_tool, script, truth_share
 
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
 TOOL = os.path.join(ROOT, "torchneck")
@@ -52,13 +52,6 @@ OWN_DRIFT = 0.15
 INPUT_BOUND_PCT, DATA_TOLERANCE_PP = 25.0, 5.0
 
 
-def own_data_pct(profile, truth):
-    """The script's own data-wait share of its steady steps, in %."""
-    per, rows = truth["per_step_s"], profile["steps"]["per_step"]
-    keep = [i for i, s in enumerate(rows) if s["steady"]]
-    return 100 * sum(per["data_wait"][i] for i in keep) / sum(per["step"][i] for i in keep)
-
-
 def own_change_pct(before, after):
     return 100 * (own_mean_ms(*after) / own_mean_ms(*before) - 1)
 
@@ -96,7 +89,7 @@ def test_a_faster_loader_is_the_data_phase_and_resolves_input_bound(tmp_path):
     # input_bound resolved where the script's own clock puts the fast
     # loader's wait under the finding's line (beside other work even an
     # in-memory loader waits for a CPU, and near the line either is right).
-    own_after = own_data_pct(pa, ta)
+    own_after = 100 * truth_share(ta, pa, "data_wait")
     if own_after < INPUT_BOUND_PCT - DATA_TOLERANCE_PP:
         assert "input_bound" in d["findings"]["resolved"], (own_after, d["findings"])
         [detail] = [f for f in d["findings"]["details"] if f["id"] == "input_bound"]
