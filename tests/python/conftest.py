@@ -53,6 +53,9 @@ def load_profile(out_dir):
 # A test whose premise is free cores (workers or windows that pay off) asks
 # this of the same run before it holds the tool to that premise.
 CONTENDED_SHARE = 0.10
+# A light step's phase is atypical, its excess split apart, beyond twice its
+# level (light_steps.h kAtypicalFactor).
+ATYPICAL_FACTOR = 2.0
 
 
 def contended(profile):
@@ -112,3 +115,23 @@ def window_sampling_pp(profile, per_step_s, keys, keep):
     shares = [100 * sum(per_step_s[k][i] for k in keys) / per_step_s["step"][i] for i in rows]
     weight = estimated_s / sum(per_step_s["step"][i] for i in keep)
     return 3 * statistics.stdev(shares) / len(learnt) ** 0.5 * weight
+
+
+def contention_stall_pp(profile, per_step_s, keep):
+    """What a detail-window run's estimate of a phase may err by beyond
+    sampling when its process waited for CPUs (contended): a stall in a step
+    outside the windows lands inside a light phase that may hold several
+    phases (LBFGS's optimizer.step holds its closures' forward), and is
+    split as the detailed steps split that phase, wherever it fell. At most
+    the time of the estimated steady steps over ATYPICAL_FACTOR times the
+    steady steps' median beyond that median, by the script's clock, in
+    percentage points of the steady steps' time; zero where the run had its
+    cores."""
+    if not contended(profile):
+        return 0.0
+    steps = profile["steps"]["per_step"]
+    rows = [per_step_s["step"][i] for i in keep]
+    median = statistics.median(rows)
+    stalled = [per_step_s["step"][i] for i in keep
+               if not steps[i]["detailed"] and per_step_s["step"][i] > ATYPICAL_FACTOR * median]
+    return 100 * sum(r - median for r in stalled) / sum(rows)
