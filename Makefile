@@ -56,8 +56,8 @@ test-python: browser-deps
 LOADED_TESTS = tests/python/test_distributed.py tests/python/test_detail_windows.py \
                tests/python/test_detail_loops.py tests/python/test_diagnosis.py
 test-python-loaded: browser-deps
-	$$(cat $(BUILD)/python-path) -m pytest -q tests/python $(addprefix --ignore=,$(LOADED_TESTS))
-	scripts/with-cpu-hog.sh $$(cat $(BUILD)/python-path) -m pytest -q -m "not quiet_machine" $(LOADED_TESTS)
+	$$(cat $(BUILD)/python-path) -m pytest -q --durations=15 tests/python $(addprefix --ignore=,$(LOADED_TESTS))
+	scripts/with-cpu-hog.sh $$(cat $(BUILD)/python-path) -m pytest -q --durations=10 -m "not quiet_machine" $(LOADED_TESTS)
 	scripts/trixie-build-wait.sh $$(cat $(BUILD)/python-path) -m pytest -q -m quiet_machine $(LOADED_TESTS)
 
 # playwright-core for the report.html browser tests, as pinned by the lockfile.

@@ -27,7 +27,7 @@ timed ctest "$env" make -C /src test-cpp || status=1
 # extension and torchneck-analyze.
 # The damaged-spill trials read the spill in C++ that does not depend on
 # Python or torch; Debian 12's half ran 40 of them, here 10 more, seeded apart.
-timed pytest "$env" sh -c 'cd /src && make browser-deps && TORCHNECK_SPILL_DAMAGE_COUNT=10 TORCHNECK_SPILL_DAMAGE_SEED=13 "$(scripts/find-python.sh)" -m pytest -q tests/python' ||
+timed pytest "$env" sh -c 'cd /src && make browser-deps && TORCHNECK_SPILL_DAMAGE_COUNT=10 TORCHNECK_SPILL_DAMAGE_SEED=13 "$(scripts/find-python.sh)" -m pytest -q --durations=15 tests/python' ||
   status=1
 for line in "${summary[@]}"; do echo "test-trixie: $line" >&2; done
 exit $status
