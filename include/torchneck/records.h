@@ -24,7 +24,7 @@ const char* op_kind_name(OpKind kind);
 
 // One completed RecordFunction event, kept in the bounded timeline window.
 // seq_nr / forward_tid link a backward node to the forward op that created it
-// (DESIGN.md §4): needed by layer attribution in analysis.
+// (docs/architecture.md, "Facts"): needed by layer attribution in analysis.
 struct OpEvent {
   int64_t start_ns;      // monotonic clock, see core/clock.h
   int64_t end_ns;
@@ -56,7 +56,7 @@ struct CollectiveEvent {
 static_assert(sizeof(CollectiveEvent) == 32, "CollectiveEvent is part of the record schema");
 
 // An nn.Module call entered or left (from global forward pre/post hooks:
-// nn.Module calls produce no RecordFunction event, DESIGN.md §4).
+// nn.Module calls produce no RecordFunction event).
 struct ModuleEvent {
   int64_t t_ns;
   uint32_t module;        // index into Run::modules

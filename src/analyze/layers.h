@@ -2,7 +2,7 @@
 // (inclusive of its children). Backward: each autograd node's time goes to
 // the module that was innermost-open when the forward op that created the
 // node started, found through (forward thread id, sequence number) → the
-// latest-starting forward op with that key (DESIGN.md §4); blocks include
+// latest-starting forward op with that key (docs/architecture.md, "Facts"); blocks include
 // their children's backward time.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Training steps and where each step's time goes, from the main thread's
-// timeline (DESIGN.md §4: user scopes, backward nodes, module scopes).
+// timeline (user scopes, backward nodes, module scopes; docs/architecture.md).
 #pragma once
 
 #include <cstdint>

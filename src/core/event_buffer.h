@@ -4,7 +4,7 @@
 // (the session is stopped before buffers are drained). Memory is taken in
 // chunks, so an append allocates once every kChunkRecords records at most,
 // and never beyond `capacity` records: past that, records are counted as
-// dropped instead of stored (DESIGN.md §2: memory is bounded, drops shown).
+// dropped instead of stored (memory is bounded, drops shown).
 //
 // Chunks are mapped with MAP_POPULATE: the kernel backs all their pages in
 // one call instead of one page fault per 4 KiB on first write. Measured

@@ -1,4 +1,4 @@
-// Golden tests of the detectors (DESIGN.md §3, Perfetto's diff tests): each
+// Golden tests of the detectors (as Perfetto's diff tests): each
 // tests/golden/detectors/*.json holds a hand-built diagnosis input, the
 // findings it must produce (exactly that set of ids, with severities and
 // the range the estimated gain must fall in) and how the verdict begins.

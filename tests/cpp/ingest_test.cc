@@ -153,7 +153,7 @@ bool is_x(const json& ev) { return ev.is_object() && ev.value("ph", "") == "X"; 
 class IngestFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST(IngestFixtures, FolderHoldsTheTraces) {
-  // The fixtures of ../shared/DESIGN.md §5: the comparison below must not
+  // The fixtures of ../shared/fixtures/: the comparison below must not
   // pass vacuously because the folder moved.
   EXPECT_GE(fixture_traces().size(), 12u) << fixture_dir();
 }
@@ -337,7 +337,7 @@ std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, IngestFixture, ::testing::ValuesIn(fixture_traces()), param_name);
 
-// Facts about particular fixtures, from ../shared/DESIGN.md §5 and the files.
+// Facts about particular fixtures, read from the files.
 TEST(IngestFixtures, OldCapitalisedCategoriesMapToCurrentOnes) {
   const Trace t = load_trace((fixture_dir() / "old_categories_inference.trace.json.gz").string());
   size_t kernels = 0, runtime = 0, other = 0;

@@ -1,4 +1,4 @@
-// The operator collector: global RecordFunction callbacks (DESIGN.md §4).
+// The operator collector: global RecordFunction callbacks (docs/architecture.md, "Facts the collectors rely on").
 //
 //   main   FUNCTION, BACKWARD_FUNCTION, TORCHSCRIPT_FUNCTION, USER_SCOPE; no
 //          inputs. Start pushes a frame on the thread's own stack, end pops it
@@ -14,7 +14,7 @@
 // callback (collect/python/record_function_scopes.h); without that
 // collector, by a light callback (main's, USER_SCOPE only), always on.
 //
-// Hot path rules (DESIGN.md §2): no lock, no allocation in steady state, no
+// Hot path rules (docs/architecture.md): no lock, no allocation in steady state, no
 // ObserverContext (start callbacks return nullptr), names interned through a
 // per-thread InternCache. Allocation happens only when a thread sees its
 // first event or a new name, when the stack outgrows its reserve, or once

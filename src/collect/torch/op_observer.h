@@ -1,4 +1,4 @@
-// The operator collector: a global RecordFunction observer (DESIGN.md §4).
+// The operator collector: a global RecordFunction observer (docs/architecture.md, "Facts the collectors rely on").
 // This header has no torch include; only op_observer*.cc (through
 // op_observer_state.h) see ATen.
 #pragma once
