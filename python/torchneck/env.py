@@ -140,6 +140,20 @@ class EnvCollector:
         )
 
 
+def machine_cpu():
+    """(CPU seconds every process on the machine has used since boot, seconds
+    a hypervisor gave its CPUs to other guests), from /proc/stat's first line;
+    (-1, -1) where unknown. Two readings apart give the run's."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    except (OSError, ValueError, IndexError):
+        return -1.0, -1.0
+    return (user + nice + system + irq + softirq) / ticks, steal / ticks
+
+
 def thread_names():
     """Linux thread id -> Python thread name, for threads still alive."""
     names = {}

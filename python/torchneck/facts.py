@@ -22,10 +22,11 @@ def _native():
 
 
 def run_info(*, script, argv, exit_code, ending, start_unix_s, wall_s, main_thread_cpu_s,
-             main_thread_runqueue_s):
+             main_thread_runqueue_s, process_cpu_s, machine_cpu_s, machine_steal_s):
     """The script and how it ended. ending: a name of _torchneck.Ending
     ("finished", "sys_exit", "exception", "keyboard_interrupt", "sigterm",
-    "os_exit", "still_running"). Times in seconds; -1: unknown."""
+    "os_exit", "still_running"). Times in seconds; -1: unknown. machine_*:
+    the whole machine's CPU and steal time over the run (env.machine_cpu)."""
     r = _native().RunInfo()
     r.script = shown(script)
     r.argv = [shown(str(a)) for a in argv]
@@ -35,6 +36,9 @@ def run_info(*, script, argv, exit_code, ending, start_unix_s, wall_s, main_thre
     r.wall_s = wall_s
     r.main_thread_cpu_s = main_thread_cpu_s
     r.main_thread_runqueue_s = main_thread_runqueue_s
+    r.process_cpu_s = process_cpu_s
+    r.machine_cpu_s = machine_cpu_s
+    r.machine_steal_s = machine_steal_s
     return r
 
 
@@ -73,15 +77,17 @@ def env_facts(*, python, torch, cpu_cores, torch_threads, cuda, dataloaders, opt
     return e
 
 
-def process_info(*, pid, role, worker_id, start_method, wall_s, busy_s, cpu_s, batches, batch_ns_max):
+def process_info(*, pid, role, worker_id, start_method, wall_s, start_ns, busy_s, cpu_s, batches, batch_ns_max):
     """role: "main" or "dataloader_worker"; worker_id -1 and start_method ""
-    for the main process; cpu_s -1: unknown."""
+    for the main process; start_ns: time.monotonic_ns() when wall_s began;
+    cpu_s -1: unknown."""
     p = _native().ProcessInfo()
     p.pid = pid
     p.role = getattr(_native().ProcessRole, role)
     p.worker_id = worker_id
     p.start_method = start_method
     p.wall_s = wall_s
+    p.start_ns = start_ns
     p.busy_s = busy_s
     p.cpu_s = cpu_s
     p.batches = batches

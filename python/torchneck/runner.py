@@ -382,7 +382,8 @@ class _ProfiledRun:
         session adds the times, this process and the ending."""
         run = runfacts.run_info(script=self.target.display, argv=self.target.argv, exit_code=0,
                                 ending="still_running", start_unix_s=self.start_unix, wall_s=0.0,
-                                main_thread_cpu_s=-1.0, main_thread_runqueue_s=-1.0)
+                                main_thread_cpu_s=-1.0, main_thread_runqueue_s=-1.0, process_cpu_s=-1.0,
+                                machine_cpu_s=-1.0, machine_steal_s=-1.0)
         return runfacts.run_facts(run=run, env=self.facts.snapshot(probe_cuda=False), notes=self.facts.notes,
                                   thread_names={}, main_tid=0, process=None, growing_graphs=[],
                                   rank=self.watch.facts())
@@ -407,11 +408,12 @@ class _ProfiledRun:
         """The clocks read, the ending signals and os._exit caught, the
         session and its spills started, then the collectors: a collector
         that cannot start is a UsageError before the script runs."""
-        self.t0 = time.perf_counter()
+        self.t0, self.t0_ns = time.perf_counter(), time.monotonic_ns()
         self.cpu0 = time.clock_gettime(self.main_cpu_clock)
         self.process_cpu0 = time.process_time()
         self.main_native_id = threading.main_thread().native_id
         self.runqueue0 = _runqueue_s(self.main_native_id)
+        self.machine0 = envfacts.machine_cpu()
         self.signals_handled = ending_signals.install(self.native.Ending)
         os._exit = self.exit_now
         options = self.options
@@ -482,6 +484,8 @@ class _ProfiledRun:
         wall = time.perf_counter() - self.t0
         main_cpu = time.clock_gettime(self.main_cpu_clock) - self.cpu0
         process_cpu = time.process_time() - self.process_cpu0
+        machine = [(now - then) if then >= 0 and now >= 0 else -1.0
+                   for now, then in zip(envfacts.machine_cpu(), self.machine0)]
         self.window.finish(self.graphs.steps)  # the trace's export is not the script's time
         self.worker_profiling.shutdown_live_workers()  # they write their profiles as they exit
         self._uninstall_collectors()
@@ -494,9 +498,12 @@ class _ProfiledRun:
         runqueue = (_runqueue_s(self.main_native_id) - self.runqueue0) if self.runqueue0 >= 0 else -1.0
         run = runfacts.run_info(
             script=self.target.display, argv=sys.argv, exit_code=code, ending=ending, start_unix_s=self.start_unix,
-            wall_s=wall, main_thread_cpu_s=main_cpu, main_thread_runqueue_s=runqueue)
+            wall_s=wall, main_thread_cpu_s=main_cpu, main_thread_runqueue_s=runqueue, process_cpu_s=process_cpu,
+            machine_cpu_s=machine[0],
+            machine_steal_s=machine[1])
         process = runfacts.process_info(pid=self.launcher_pid, role="main", worker_id=-1, start_method="",
-                                        wall_s=wall, busy_s=main_cpu, cpu_s=process_cpu, batches=0, batch_ns_max=0)
+                                        wall_s=wall, start_ns=self.t0_ns, busy_s=main_cpu, cpu_s=process_cpu,
+                                        batches=0, batch_ns_max=0)
         self.profiled_wall.append(wall)
         facts = runfacts.run_facts(run=run, env=self.facts.snapshot(), notes=self.facts.notes + self.guard.notes(),
                                    thread_names=envfacts.thread_names(),

@@ -120,7 +120,7 @@ def _start(init, worker_id):
                                  memory_interval_ms=0, gc=False, nvml_interval_ms=0)
     clock = _BatchClock()
     _wrap_fetchers(clock)
-    t0 = time.perf_counter()
+    t0, t0_ns = time.perf_counter(), time.monotonic_ns()
     cpu0 = time.process_time()
     session.start()
     main_cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)
@@ -136,13 +136,14 @@ def _start(init, worker_id):
         run = facts.run_info(script=f"DataLoader worker {worker_id}", argv=[], exit_code=0, ending="finished",
                              start_unix_s=0.0, wall_s=wall,
                              main_thread_cpu_s=time.clock_gettime(main_cpu_clock) - main_cpu0,
-                             main_thread_runqueue_s=-1.0)
+                             main_thread_runqueue_s=-1.0, process_cpu_s=-1.0,
+                             machine_cpu_s=-1.0, machine_steal_s=-1.0)
         # The main process has the environment; a worker says only what may
         # differ in it.
         env = facts.env_facts(python="", torch=str(torch.__version__), cpu_cores=0,
                               torch_threads=int(torch.get_num_threads()), cuda=False, dataloaders=[], optimizers=[])
         process = facts.process_info(pid=pid, role="dataloader_worker", worker_id=int(worker_id),
-                                     start_method=start_method, wall_s=wall, busy_s=clock.busy_s,
+                                     start_method=start_method, wall_s=wall, start_ns=t0_ns, busy_s=clock.busy_s,
                                      cpu_s=time.process_time() - cpu0, batches=clock.batches,
                                      batch_ns_max=int(clock.max_s * 1e9))
         try:

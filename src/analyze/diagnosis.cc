@@ -1,5 +1,6 @@
 #include "analyze/diagnosis.h"
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "model/processes.h"
 
 #include <algorithm>
@@ -88,6 +89,23 @@ double loading_cpu_fraction(const DiagnosisInput& in) {
   return std::clamp((in.main_cpu_fraction - (1.0 - data)) / data, 0.0, 1.0);
 }
 
+namespace {
+
+// What other work took of the machine over the run (DiagnosisInput::other_cores).
+void set_machine_load(const Run& run, DiagnosisInput& in) {
+  const RunInfo& r = run.run;
+  if (r.wall_s <= 0) return;
+  if (r.machine_cpu_s >= 0 && r.process_cpu_s >= 0) {
+    double job = r.process_cpu_s;
+    for (const ProcessInfo& p : in.workers) job += std::max(0.0, p.cpu_s);
+    in.other_cores = std::max(0.0, r.machine_cpu_s - job) / r.wall_s;
+  }
+  if (r.machine_steal_s >= 0 && run.env.cpu_cores > 0)
+    in.steal_share = r.machine_steal_s / (r.wall_s * static_cast<double>(run.env.cpu_cores));
+}
+
+}  // namespace
+
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
   DiagnosisInput in;
   in.env = run.env;
@@ -99,13 +117,15 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     // not the loading waiting for I/O.
     const double wanted = run.run.main_thread_cpu_s + std::max(0.0, run.run.main_thread_runqueue_s);
     in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
-    in.main_runqueue_fraction = std::max(0.0, run.run.main_thread_runqueue_s) / run.run.wall_s;
+    if (run.run.main_thread_runqueue_s >= 0) in.main_runqueue_fraction = run.run.main_thread_runqueue_s / run.run.wall_s;
   }
   if (run.data_wait_ns > 0 && run.data_wait_cpu_ns >= 0)
     in.data_wait_cpu_fraction =
         std::clamp(static_cast<double>(run.data_wait_cpu_ns) / static_cast<double>(run.data_wait_ns), 0.0, 1.0);
   for (const auto& p : run.processes)
     if (p.role != ProcessRole::kMain) in.workers.push_back(p);
+  in.workers_alive_at_once = peak_alive_workers(run.processes);
+  set_machine_load(run, in);
   int64_t worker_busy = 0;
   for (const auto& f : run.worker_python) worker_busy += f.self_ns;
   if (!run.worker_python.empty() && worker_busy > 0) {
@@ -146,14 +166,23 @@ bool undecided(const StepAnalysis& steps) {
 void set_confidence(Diagnosis& d, const StepAnalysis& steps) {
   const size_t n = steps.steady_count;
   const double error = n > 1 ? steps.mean_error : 1.0;
-  const char* level = n >= kHighConfidenceSteps && error <= kHighConfidenceError       ? "high"
-                      : n >= kMediumConfidenceSteps && error <= kMediumConfidenceError ? "medium"
-                                                                                       : "low";
-  char basis[160];
-  std::snprintf(basis, sizeof basis, "%zu step%s after warm-up, step time varying %.0f %% (mean known within %.0f %%)",
-                n, n == 1 ? "" : "s", 100 * steps.step_cv, 100 * 1.96 * error);
+  int level = n >= kHighConfidenceSteps && error <= kHighConfidenceError       ? 2
+              : n >= kMediumConfidenceSteps && error <= kMediumConfidenceError ? 1
+                                                                               : 0;
+  char basis[256];
+  int used = std::snprintf(basis, sizeof basis,
+                           "%zu step%s after warm-up, step time varying %.0f %% (mean known within %.0f %%)", n,
+                           n == 1 ? "" : "s", 100 * steps.step_cv, 100 * 1.96 * error);
+  // On a busy machine the shares themselves move with the neighbours' load.
+  if (d.load.busy() && used > 0 && static_cast<size_t>(used) < sizeof basis) {
+    std::snprintf(basis + used, sizeof basis - static_cast<size_t>(used),
+                  "; one level lower: the loop waited for a CPU %.0f %% of the run", 100 * d.load.cpu_wait_share);
+    level = std::max(0, level - 1);
+  }
+  static const char* const kLevels[] = {"low", "medium", "high"};
+  const char* const confidence = kLevels[level];
   for (Finding& f : d.findings) {
-    f.confidence = level;
+    f.confidence = confidence;
     f.confidence_basis = basis;
     if (undecided(steps) && f.severity != Severity::kLow) {
       f.severity = Severity::kLow;
@@ -201,6 +230,14 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
       d.verdict += buf;
     }
   }
+  if (d.load.busy()) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  " Measured on a busy machine: the loop waited for a CPU %.0f %% of the run, and every time here "
+                  "includes that wait.",
+                  100 * d.load.cpu_wait_share);
+    d.verdict += buf;
+  }
 }
 
 std::vector<Finding> run_detectors(const DiagnosisInput& in, Evidence evidence) {
@@ -218,8 +255,11 @@ void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, co
   finish_diagnosis(d, steps);
 }
 
+bool MachineLoad::busy() const { return cpu_wait_share >= thresholds::kContendedRunqueueShare; }
+
 Diagnosis diagnose(const DiagnosisInput& in) {
   Diagnosis d;
+  d.load = {in.main_runqueue_fraction, in.other_cores, in.steal_share, in.env.cpu_cores};
   d.findings = run_detectors(in, Evidence::kCpu);
   for (Finding& f : run_detectors(in, Evidence::kRanks)) d.findings.push_back(std::move(f));
   combine_findings(d, run_detectors(in, Evidence::kGpu), in.steps);

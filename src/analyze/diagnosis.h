@@ -48,11 +48,19 @@ struct DiagnosisInput {
   // known, loading_cpu_fraction() is this.
   double data_wait_cpu_fraction = -1;
   // Share of the run the main thread was runnable but waiting for a CPU
-  // (schedstat), 0 when unknown: cores contended by workers and threads.
-  double main_runqueue_fraction = 0;
+  // (schedstat), -1 when unknown: cores contended by workers and threads,
+  // or by other work (other_cores).
+  double main_runqueue_fraction = -1;
+  // Cores other work on the machine took on average over the run: every
+  // process's CPU time (/proc/stat) less this job's (its process and its
+  // DataLoader workers), over the wall time; and the share of the machine's
+  // CPU time a hypervisor gave other guests (steal). -1 unknown.
+  double other_cores = -1;
+  double steal_share = -1;
   // DataLoader worker processes (Run::processes without the main one), and
   // the function the workers spent most of their batch-producing time in.
   std::vector<ProcessInfo> workers;
+  int64_t workers_alive_at_once = 0;  // the most of them alive at one instant (peak_alive_workers)
   std::string worker_top_function;  // "file.py:12(name)", "" when none
   double worker_top_share = 0;      // of the workers' busy Python self time
   // Resident memory and garbage collections against the steady steps
@@ -75,9 +83,20 @@ struct DiagnosisInput {
 // rest of the step is CPU-bound; -1 when unknown.
 double loading_cpu_fraction(const DiagnosisInput& in);
 
+// How busy the machine was while the run was measured (DiagnosisInput's
+// figures), said beside every verdict; -1 unknown (a Kineto trace).
+struct MachineLoad {
+  double cpu_wait_share = -1;  // main_runqueue_fraction
+  double other_cores = -1;
+  double steal_share = -1;
+  int64_t cores = 0;
+  bool busy() const;  // the loop waited for a CPU >= kContendedRunqueueShare of the run
+};
+
 struct Diagnosis {
   std::vector<Finding> findings;  // by estimated gain, then severity
-  std::string verdict;            // one sentence
+  std::string verdict;            // one sentence, then the busy machine's when busy
+  MachineLoad load;
 };
 
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers);
@@ -114,7 +133,8 @@ void combine_findings(Diagnosis& d, const std::vector<Finding>& gpu_findings, co
 // Sorts the findings (estimated gain, then severity), gives each its
 // confidence from the steps it rests on (their number and spread: with
 // fewer than kMinStepsToDecide steps after warm-up no finding is above low,
-// and the verdict says what could not be decided), and writes the verdict.
+// and the verdict says what could not be decided; on a busy machine, one
+// level lower, saying why), and writes the verdict.
 void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps);
 
 // The CPU detectors, the rank ones when in.ranks is set, the GPU ones when

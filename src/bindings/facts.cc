@@ -38,6 +38,9 @@ void bind_facts(py::module_& m) {
       .def_readwrite("wall_s", &RunInfo::wall_s)
       .def_readwrite("main_thread_cpu_s", &RunInfo::main_thread_cpu_s)
       .def_readwrite("main_thread_runqueue_s", &RunInfo::main_thread_runqueue_s)
+      .def_readwrite("process_cpu_s", &RunInfo::process_cpu_s)
+      .def_readwrite("machine_cpu_s", &RunInfo::machine_cpu_s)
+      .def_readwrite("machine_steal_s", &RunInfo::machine_steal_s)
       .def_readwrite("start_unix_s", &RunInfo::start_unix_s)
       .def_property(
           "ending", [](const RunInfo& r) { return r.ending.kind; },
@@ -84,6 +87,7 @@ void bind_facts(py::module_& m) {
       .def_readwrite("worker_id", &ProcessInfo::worker_id)
       .def_readwrite("start_method", &ProcessInfo::start_method)
       .def_readwrite("wall_s", &ProcessInfo::wall_s)
+      .def_readwrite("start_ns", &ProcessInfo::start_ns)
       .def_readwrite("busy_s", &ProcessInfo::busy_s)
       .def_readwrite("cpu_s", &ProcessInfo::cpu_s)
       .def_readwrite("batches", &ProcessInfo::batches)

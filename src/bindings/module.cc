@@ -288,6 +288,7 @@ class Session {
     main.pid = ::getpid();
     main.role = ProcessRole::kMain;
     main.wall_s = run.run.wall_s;
+    main.start_ns = start_ns_;
     main.busy_s = std::max(0.0, run.run.main_thread_cpu_s);
     run.processes = {main};
   }

@@ -154,4 +154,22 @@ void merge_workers(Run& main, const ProcessInfo& main_process, const std::vector
   for (auto& o : main.worker_ops) o.thread_indices.clear();  // not this process's threads
 }
 
+int64_t peak_alive_workers(const std::vector<ProcessInfo>& processes) {
+  std::vector<std::pair<int64_t, int>> edges;  // (time, +1 born / -1 gone); a death sorts before a birth
+  int64_t unknown = 0;
+  for (const ProcessInfo& p : processes) {
+    if (p.role == ProcessRole::kMain) continue;
+    if (p.start_ns <= 0) {
+      ++unknown;
+      continue;
+    }
+    edges.emplace_back(p.start_ns, +1);
+    edges.emplace_back(p.start_ns + static_cast<int64_t>(p.wall_s * 1e9), -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int64_t alive = 0, peak = 0;
+  for (const auto& [t, delta] : edges) peak = std::max(peak, alive += delta);
+  return peak + unknown;
+}
+
 }  // namespace torchneck

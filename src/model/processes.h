@@ -20,6 +20,12 @@ std::vector<Run> load_worker_runs(const std::string& dir, std::vector<std::strin
 // itself in its processes[0].
 void merge_workers(Run& main, const ProcessInfo& main_process, const std::vector<Run>& workers);
 
+// The most DataLoader workers alive at one instant, by their lifetimes
+// (start_ns, wall_s): a training loader's workers and an evaluation loader's
+// made after them never compete for the cores. A worker whose start is
+// unknown is counted as alive with every other.
+int64_t peak_alive_workers(const std::vector<ProcessInfo>& processes);
+
 // "file.py:12(name)" with the file's base name: how a hot function is named
 // in one line.
 std::string short_function_label(const PyFunctionStats& f);

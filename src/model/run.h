@@ -50,6 +50,13 @@ struct RunInfo {
   // time it is the time the thread wanted a CPU: on a loaded machine, CPU
   // time alone would make computing look like waiting.
   double main_thread_runqueue_s = -1;
+  // Every process's CPU time on the machine over the run, and the time the
+  // hypervisor gave the machine's CPUs to other guests (/proc/stat), -1
+  // unknown: less the job's own CPU time (this process's, every thread, and
+  // its DataLoader workers' in Run::processes), what other work took.
+  double process_cpu_s = -1;
+  double machine_cpu_s = -1;
+  double machine_steal_s = -1;
   PythonMode python_mode = PythonMode::kOff;  // how Python was profiled (model/run_enums.h)
   // How the run ended (model/run_enums.h): "finished", "exception",
   // "KeyboardInterrupt", "SIGTERM", "os._exit", "fatal signal SIGSEGV", or
@@ -154,6 +161,7 @@ struct ProcessInfo {
   int64_t worker_id = -1;    // DataLoader worker id, -1 for main
   std::string start_method;  // workers: "fork", or "spawn" (spawn/forkserver: nothing inherited)
   double wall_s = 0;         // profiled lifetime (workers: from their init to their exit)
+  int64_t start_ns = 0;      // when that lifetime began, monotonic as OpEvent; 0 unknown
   double busy_s = 0;         // workers: producing batches (Dataset fetch + collate); main: CPU time of its main thread
   double cpu_s = -1;         // CPU time of the process over wall_s, -1 unknown
   uint64_t batches = 0;      // workers: batches produced

@@ -171,8 +171,9 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // growing autograd graphs, the data wait's CPU time; 7: NVML devices and
 // samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
 // experiments; 11: detail windows; 12: step clocks; 14: named sections in
-// checksummed blocks, a checksummed header.
-constexpr uint32_t kVersion = 14;
+// checksummed blocks, a checksummed header; 15: processes' start times,
+// the machine's CPU time.
+constexpr uint32_t kVersion = 15;
 // The magic, the version and the CRC-32 of both.
 constexpr size_t kHeaderBytes = sizeof kMagic + 2 * sizeof(uint32_t);
 
@@ -215,6 +216,9 @@ void put_run_info(Writer& w, const Run& run) {
   w.num(ri.wall_s);
   w.num(ri.main_thread_cpu_s);
   w.num(ri.main_thread_runqueue_s);
+  w.num(ri.process_cpu_s);
+  w.num(ri.machine_cpu_s);
+  w.num(ri.machine_steal_s);
   w.str(to_string(ri.python_mode));
   w.str(to_string(ri.ending));
   w.num(ri.start_unix_s);
@@ -228,6 +232,9 @@ void get_run_info(Reader& r, Run& run) {
   ri.wall_s = r.num<double>();
   ri.main_thread_cpu_s = r.num<double>();
   ri.main_thread_runqueue_s = r.num<double>();
+  ri.process_cpu_s = r.num<double>();
+  ri.machine_cpu_s = r.num<double>();
+  ri.machine_steal_s = r.num<double>();
   ri.python_mode = from_stored(r, python_mode_from_string);
   ri.ending = from_stored(r, run_ending_from_string);
   ri.start_unix_s = r.num<double>();

@@ -107,6 +107,7 @@ void put_processes(Writer& w, const std::vector<ProcessInfo>& ps) {
     w.num(p.worker_id);
     w.str(p.start_method);
     w.num(p.wall_s);
+    w.num(p.start_ns);
     w.num(p.busy_s);
     w.num(p.cpu_s);
     w.num(p.batches);
@@ -125,6 +126,7 @@ std::vector<ProcessInfo> get_processes(Reader& r) {
     p.worker_id = r.num<int64_t>();
     p.start_method = r.str();
     p.wall_s = r.num<double>();
+    p.start_ns = r.num<int64_t>();
     p.busy_s = r.num<double>();
     p.cpu_s = r.num<double>();
     p.batches = r.num<uint64_t>();

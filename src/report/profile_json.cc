@@ -26,6 +26,12 @@ void write_run(JsonWriter& w, const RunInfo& r) {
   r.main_thread_cpu_s < 0 ? w.null() : w.value(r.main_thread_cpu_s);
   w.key("main_thread_runqueue_s");
   r.main_thread_runqueue_s < 0 ? w.null() : w.value(r.main_thread_runqueue_s);
+  w.key("process_cpu_s");
+  r.process_cpu_s < 0 ? w.null() : w.value(r.process_cpu_s);
+  w.key("machine_cpu_s");
+  r.machine_cpu_s < 0 ? w.null() : w.value(r.machine_cpu_s);
+  w.key("machine_steal_s");
+  r.machine_steal_s < 0 ? w.null() : w.value(r.machine_steal_s);
   w.field("python_mode", to_string(r.python_mode));
   w.end_object();
 }
@@ -130,6 +136,7 @@ void write_ops(JsonWriter& w, const Run& run, size_t cap, size_t shapes_cap) {
 // DataLoader worker processes and what they spent their time on (issue 6).
 void write_processes(JsonWriter& w, const Run& run) {
   constexpr size_t kTopWorkerRows = 30;
+  const int64_t main_start_ns = run.processes.empty() ? 0 : run.processes.front().start_ns;
   w.key("processes").begin_array();
   for (const auto& p : run.processes) {
     w.begin_object();
@@ -139,6 +146,8 @@ void write_processes(JsonWriter& w, const Run& run) {
     p.worker_id < 0 ? w.null() : w.value(p.worker_id);
     if (!p.start_method.empty()) w.field("start_method", p.start_method);
     w.field("wall_s", p.wall_s);
+    w.key("start_s");
+    p.start_ns > 0 && main_start_ns > 0 ? w.value(1e-9 * static_cast<double>(p.start_ns - main_start_ns)) : w.null();
     w.field("busy_s", p.busy_s);
     w.field("busy_pct", 100.0 * share(static_cast<int64_t>(p.busy_s * 1e9), static_cast<int64_t>(p.wall_s * 1e9)));
     w.key("cpu_s");
@@ -270,6 +279,18 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
   }
   w.end_array();
   w.field("verdict", d.verdict);
+  const MachineLoad& l = d.load;
+  w.key("machine_load");
+  if (l.cpu_wait_share < 0) {
+    w.null();
+    return;
+  }
+  w.begin_object().field("cpu_wait_pct", 100 * l.cpu_wait_share).field("busy", l.busy());
+  w.key("other_cores");
+  l.other_cores < 0 ? w.null() : w.value(l.other_cores);
+  w.key("steal_pct");
+  l.steal_share < 0 ? w.null() : w.value(100 * l.steal_share);
+  w.end_object();
 }
 
 // Resident memory: the samples (ms since the first one) and the fit over

@@ -143,8 +143,19 @@ void scoped_table(std::string& out, const Run& run, const std::vector<size_t>& r
   }
 }
 
+// The machine's load beside the verdict, where the run measured it.
+void machine_line(std::string& out, const MachineLoad& load) {
+  if (load.cpu_wait_share < 0) return;
+  appendf(out, "Machine: the loop waited for a CPU %.1f %% of the run", 100 * load.cpu_wait_share);
+  if (load.other_cores >= 0)
+    appendf(out, "; other work used %.1f of the %lld cores", load.other_cores, static_cast<long long>(load.cores));
+  if (load.steal_share >= 0.01) appendf(out, "; steal %.1f %%", 100 * load.steal_share);
+  out += load.busy() ? ": a busy machine, every time here includes the wait\n" : "\n";
+}
+
 void verdict_and_findings(std::string& out, const Diagnosis& d) {
   out += "\nVERDICT: " + d.verdict + "\n";
+  machine_line(out, d.load);
   if (d.findings.empty()) return;
   out += "\nFindings, by estimated gain\n";
   int n = 0;

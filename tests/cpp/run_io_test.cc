@@ -140,6 +140,15 @@ Run full_run() {
   e.baseline_ns = {40, 41};
   e.try_ns = {20};
   r.experiments = {e};
+  ProcessInfo worker;
+  worker.pid = 4242;
+  worker.role = ProcessRole::kDataLoaderWorker;
+  worker.worker_id = 1;
+  worker.start_method = "fork";
+  worker.wall_s = 3.5;
+  worker.start_ns = 123'456'789;
+  worker.top_functions = {"data.py:12(load)"};
+  r.processes = {ProcessInfo{}, worker};
   return r;
 }
 
@@ -198,6 +207,7 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.py_frames.at(0).depth, 2u);
   EXPECT_EQ(after.dropped_py_frames, 8u);
   EXPECT_EQ(after.data_wait_ns, 5'000'000);
+  EXPECT_EQ(after.processes.at(1).start_ns, 123'456'789);
   EXPECT_EQ(after.data_wait_cpu_ns, 1'250'000);
   ASSERT_EQ(after.step_clocks.size(), 2u);
   EXPECT_EQ(after.step_clocks[1].t_ns, 200);
@@ -334,11 +344,11 @@ TEST(RunIo, AnotherFormatVersionIsNamed) {
   // GIVEN the start of a version 13 spill (no header checksum: the script's
   // length follows the version)
   const std::string v13 = magic + le_bytes(13, 4) + stored("train.py");
-  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 14");
+  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 15");
   // and a newer version's header, whole
-  std::string v15 = magic + le_bytes(15, 4);
-  v15 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v15.data()), static_cast<uInt>(v15.size())), 4);
-  EXPECT_EQ(refusal(v15), "byte 8: spill format version 15 (a newer torchneck's); this torchneck reads version 14");
+  std::string v16 = magic + le_bytes(16, 4);
+  v16 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v16.data()), static_cast<uInt>(v16.size())), 4);
+  EXPECT_EQ(refusal(v16), "byte 8: spill format version 16 (a newer torchneck's); this torchneck reads version 15");
   // but a version byte changed in this version's header is damage
   std::string b = encode_run(full_run());
   b[8] = 13;

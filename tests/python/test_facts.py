@@ -24,10 +24,11 @@ from torchneck import _torchneck  # noqa: E402
 from torchneck import facts  # noqa: E402
 
 RUN = dict(script="train.py", argv=["train.py", "--epochs", 3], exit_code=3, ending="sys_exit",
-           start_unix_s=1.7e9, wall_s=2.5, main_thread_cpu_s=1.25, main_thread_runqueue_s=-1.0)
+           start_unix_s=1.7e9, wall_s=2.5, main_thread_cpu_s=1.25, main_thread_runqueue_s=-1.0,
+           process_cpu_s=1.5, machine_cpu_s=4.0, machine_steal_s=0.0)
 LOADER = dict(num_workers=2, batch_size=None, pin_memory=True, persistent_workers=False, prefetch_factor=4,
               dataset_type="TensorDataset", created_at="train.py:12")
-PROCESS = dict(pid=1234, role="main", worker_id=-1, start_method="", wall_s=2.5, busy_s=1.25, cpu_s=2.0,
+PROCESS = dict(pid=1234, role="main", worker_id=-1, start_method="", wall_s=2.5, start_ns=5_000_000, busy_s=1.25, cpu_s=2.0,
                batches=0, batch_ns_max=0)
 
 

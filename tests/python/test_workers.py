@@ -7,11 +7,12 @@ from the start of each batch's first item to the end of its collate, from
 perf_counter, per pid)."""
 
 import collections
+import json
 import os
 
 import pytest
 
-from conftest import load_profile, run_plain, run_tool, script
+from conftest import contended, load_profile, run_plain, run_tool, script
 
 
 def _self_measurement(path):
@@ -102,3 +103,39 @@ def test_a_crash_after_the_epoch_still_reports_the_workers(tmp_path):
     workers = [p for p in prof["processes"] if p["role"] == "dataloader_worker"]
     assert sorted(p["pid"] for p in workers) == sorted(batches)
     assert sum(p["batches"] for p in workers) == sum(batches.values())
+
+
+def _peak_alive(spans):
+    """The most (start, end, count) spans open at one instant."""
+    edges = sorted([(s, n) for s, e, n in spans] + [(e, -n) for s, e, n in spans], key=lambda x: (x[0], x[1]))
+    alive = peak = 0
+    for _, n in edges:
+        alive += n
+        peak = max(peak, alive)
+    return peak
+
+
+def test_workers_of_two_loaders_alive_at_different_times_compete_only_with_each_other(tmp_path):
+    # GIVEN a training loader's 2 busy workers, then an evaluation loader's 2,
+    # made after the first iterator was closed (by the script's own clock)
+    out, truth_file = str(tmp_path / "out"), str(tmp_path / "truth.json")
+    r = run_tool(["-o", out, script("two_loaders.py"), "--truth", truth_file])
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(truth_file) as f:
+        truth = json.load(f)
+    own_peak = _peak_alive([(l["start_s"], l["end_s"], l["workers"]) for l in truth["loaders"]])
+    assert own_peak == 2, truth
+    # THEN the profile has the 4 workers, whose lifetimes overlap as the script's loaders do
+    prof = load_profile(out)
+    workers = [p for p in prof["processes"] if p["role"] == "dataloader_worker"]
+    assert len(workers) == 4, workers
+    assert _peak_alive([(p["start_s"], p["start_s"] + p["wall_s"], 1) for p in workers]) == own_peak
+    # AND where the loop waited for a CPU (2 busy workers beside its compute
+    # on 2 cores), core_contention advises the workers alive at once
+    found = {f["id"]: f for f in prof["findings"]}
+    if contended(prof) and prof["env"]["cpu_cores"] < own_peak + max(1, prof["env"]["torch_threads"]):
+        f = found["core_contention"]
+        assert f"with {own_peak} workers" in f["recommendation"], f
+        assert any(f"{own_peak} DataLoader worker process(es) at once (4 in all" in e for e in f["evidence"]), f
+    else:
+        assert "core_contention" not in found, found["core_contention"]

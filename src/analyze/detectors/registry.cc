@@ -17,6 +17,7 @@
   X(kCpu, detect_evaluation_heavy)       \
   X(kCpu, detect_step_time_drift)        \
   X(kCpu, detect_core_contention)        \
+  X(kCpu, detect_busy_machine)           \
   X(kCpu, detect_memory_creep)           \
   X(kCpu, detect_gc_pauses)              \
   X(kRanks, detect_straggler)            \
