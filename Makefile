@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-cpp test-python test-python-loaded test-trixie trixie-root-early trixie-root-wait trixie-build-early browser-deps compat fuzz fuzz-short clean
+.PHONY: all deps build demo test test-phases test-cpp test-python test-python-loaded test-trixie trixie-root-early trixie-root-wait trixie-build-early browser-deps compat fuzz fuzz-short clean
 
 all: build
 
@@ -29,8 +29,12 @@ demo: build
 # while Debian 12's half builds, and waited for before Debian 12's timed
 # tests; Debian 13's build then runs at nice 19 beside Debian 12's tests
 # (scripts/trixie-build-early.sh), and test-trixie waits for it. (`make
-# compat` is not in it: test-trixie builds those units for real.)
-test: trixie-root-early build test-cpp trixie-root-wait trixie-build-early test-python-loaded fuzz-short test-trixie
+# compat` is not in it: test-trixie builds those units for real.) A phase
+# that fails does not stop the others (make -k): one run shows every
+# failure, and fails.
+test:
+	@$(MAKE) --no-print-directory -k test-phases
+test-phases: trixie-root-early build test-cpp trixie-root-wait trixie-build-early test-python-loaded fuzz-short test-trixie
 
 # scripts/trixie-env.sh makes the root once, one maker at a time (a lock):
 # started in the background here, its output in build/trixie-root.log; a
@@ -55,10 +59,13 @@ test-python: browser-deps
 # background Debian 13 build, if one runs, has ended).
 LOADED_TESTS = tests/python/test_distributed.py tests/python/test_detail_windows.py \
                tests/python/test_detail_loops.py tests/python/test_diagnosis.py
+# Each of the three parts runs whatever the one before found; it fails if any did.
 test-python-loaded: browser-deps
-	$$(cat $(BUILD)/python-path) -m pytest -q --durations=15 tests/python $(addprefix --ignore=,$(LOADED_TESTS))
-	scripts/with-cpu-hog.sh $$(cat $(BUILD)/python-path) -m pytest -q --durations=10 -m "not quiet_machine" $(LOADED_TESTS)
-	scripts/trixie-build-wait.sh $$(cat $(BUILD)/python-path) -m pytest -q -m quiet_machine $(LOADED_TESTS)
+	@py=$$(cat $(BUILD)/python-path); status=0; set -x; \
+	$$py -m pytest -q --durations=15 tests/python $(addprefix --ignore=,$(LOADED_TESTS)) || status=1; \
+	scripts/with-cpu-hog.sh $$py -m pytest -q --durations=10 -m "not quiet_machine" $(LOADED_TESTS) || status=1; \
+	scripts/trixie-build-wait.sh $$py -m pytest -q -m quiet_machine $(LOADED_TESTS) || status=1; \
+	exit $$status
 
 # playwright-core for the report.html browser tests, as pinned by the lockfile.
 browser-deps: tests/browser/node_modules/.package-lock.json

@@ -34,21 +34,14 @@ constexpr double kAtypicalFactor = 2.0;
 constexpr size_t kLevelRadius = 8;
 
 // How light phase q's time divides among the phases with detail (rows
-// sum to 1). A detailed step is atypical in q as a light step is, against
-// the detailed steps near it (the same radius), its level scaled by its
-// work in the same way.
+// sum to 1), learnt from the detailed steps (docs/overhead.md, "How the
+// light steps' split is learnt"):
 //   typical[q][p]  the time up to a step's typical level: the median over
-//                  the detailed steps typical in q (rows renormalised) of
-//                  their own share; a median, so that a stall in one
-//                  detailed step (it lands in the gaps between operators,
-//                  "other") or a step unlike the rest sets no step's split;
+//                  the detailed steps typical in q of their own share, so
+//                  that one stalled or unusual detailed step sets no split;
 //   excess[q][p]   the time beyond it in an atypical step: the detailed
-//                  atypical steps' time beyond their typical split, pooled
-//                  (a checkpoint in a window: its time "other", and so is
-//                  every later checkpoint's); with none, the typical split:
-//                  the same work slower (bursty_loader's forward, 1-15x
-//                  while its loader's workers take the cores) and work no
-//                  window saw look alike here.
+//                  atypical steps' excess, pooled; with none, the typical
+//                  split.
 struct LightSplit {
   double typical[kNumPhases][kNumPhases];
   double excess[kNumPhases][kNumPhases];
@@ -58,22 +51,14 @@ struct LightSplit {
 LightSplit learn_light_split(const std::vector<JointPhases>& joint, const std::vector<size_t>& used);
 
 // Each step that is not `detailed` gets its breakdown estimated from its
-// light phases (its breakdown as swept, its Step::tool_ns left in "other"
-// outside the split) and `split`: in each light phase, the time up to its
-// typical level (kLevelRadius) by the typical split, the rest of an
-// atypical one by the excess split; "other" takes what the rounding
-// leaves, so that the breakdown sums to the step. Marks them estimated.
-// A step whose backward holds m times its neighbours' (work_multiple) has
-// its typical level scaled by m, and the typical split weighted by m in
-// every phase but "other", the loop's own time between the model's calls,
-// weighted by the loop bodies it ran (its backward passes, Step::
-// micro_batches, counted before this; at most m): twice in a step that ran
-// the body twice (grad_scaler's skipped step), once in a step whose one
-// backward ran slower (its DataLoader workers took the cores): the loop's
-// own time outside its phases does not grow with its work, and splitting
-// the extra by the typical shares would give half the slower forward to
-// "other".
-// Returns how many it estimated.
+// light phases and `split`, and is marked estimated: in each light phase,
+// the time up to its typical level (kLevelRadius; scaled by the step's
+// work multiple, its backward against its neighbours') by the typical
+// split, the rest of an atypical one by the excess split. "other" counts
+// once per loop body the step ran (Step::micro_batches), not per work
+// multiple; it takes what the rounding leaves, so the breakdown sums to the
+// step; the launcher's own time (Step::tool_ns) stays in it, outside the
+// split. Returns how many it estimated.
 size_t estimate_light_steps(std::vector<Step>& steps, const LightSplit& split);
 
 }  // namespace torchneck

@@ -16,7 +16,7 @@ constexpr double kDriftShare = 0.20;
 constexpr double kDriftHighShare = 0.50;
 // And not noise: the thirds' means differ by 3 standard errors, the middle
 // third lies between the others, and step time rises with the step index
-// throughout (Spearman's rank correlation >= 0.6). A machine that slows
+// throughout (Spearman's rank correlation, kMinRankCorrelation). A machine that slows
 // down once, mid-run (another process starting), shifts the thirds but
 // rarely makes a trend that steady; growing state does.
 constexpr double kMinStandardErrors = 3.0;
@@ -24,11 +24,8 @@ constexpr double kMinRankCorrelation = 0.7;
 // The rank correlation is read over the least of every kBlockSteps
 // consecutive typical steps: what else runs on the machine (a preemption,
 // another process's cache traffic) only ever makes a step slower, so the
-// least of a few neighbours is the work the step did. Over the steps
-// themselves, a busy 2-core machine's spikes hid a planted growth of 59 %
-// (6 standard errors; the script's own clock agreed) at a rank correlation
-// of 0.64; over their minima of 3 it was 0.83. A trend this keeps is a
-// trend of the work; a shift mid-run is still held back by the thirds.
+// least of a few neighbours is the work the step did (docs/diagnosis.md,
+// "Not crying wolf"). A shift mid-run is still held back by the thirds.
 constexpr size_t kBlockSteps = 3;
 
 // Spearman's rank correlation of v with its index (ties ranked by order).
