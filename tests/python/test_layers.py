@@ -28,3 +28,18 @@ def test_blocks_held_in_containers_are_named_by_their_path(tmp_path):
     for key in ("forward_ms", "backward_ms"):
         inside = sum(layers[b][key] for b in blocks)
         assert root[key] >= inside, f"{key}: the model {root[key]:.2f} ms, its blocks {inside:.2f} ms"
+
+
+def test_two_roots_of_one_class_are_named_by_what_holds_them(tmp_path):
+    # GIVEN a GAN's generator and discriminator, both nn.Sequential, the one
+    # held as a trainer's self.netG, the other as a local netD
+    out, truth_path = tmp_path / "out", tmp_path / "truth.json"
+    r = run_tool(["--detail=full", "-o", str(out), script("gan_roots.py"), "--truth", str(truth_path)])
+    assert r.returncode == 0, r.stderr
+    holders = json.loads(truth_path.read_text())["holders"]
+    layers = {layer["name"] for layer in load_profile(str(out))["layers"]}
+    # THEN each root is named by its holder and its layers under it, as its
+    # own named_modules() names them; no class name is numbered
+    expected = {root for root in holders} | {f"{root}.{n}" for root, names in holders.items() for n in names}
+    assert layers <= expected, sorted(layers - expected)
+    assert {"netG", "netD", "netG.0", "netD.0"} <= layers, sorted(layers)

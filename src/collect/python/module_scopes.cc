@@ -38,6 +38,7 @@ struct ScopeState {
   bool active = false;
   FlatMap64 index{1024};
   std::vector<PyObject*> modules;  // strong references
+  std::vector<std::string> holders;  // per module, the name its first caller held it under (holder_name)
   uint64_t untracked_calls = 0;    // calls of modules beyond max_modules
   std::vector<std::unique_ptr<ThreadEvents>> threads;
   std::vector<PyObject*> handles;  // RemovableHandles of the registered hooks
@@ -51,6 +52,61 @@ ScopeState* g_scopes = nullptr;  // GIL-protected
 uint64_t g_session = 0;
 thread_local ThreadEvents* t_events = nullptr;
 thread_local uint64_t t_session = 0;
+
+// A frame of torch.nn's own module code (_call_impl and its wrappers).
+bool in_torch_nn(PyFrameObject* frame) {
+  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+  const bool inside = utf8_of(code->co_filename).find("torch/nn/modules/") != std::string::npos;
+  Py_DECREF(code);
+  return inside;
+}
+
+// The key under which `mapping` holds exactly `value`; "" when none.
+std::string key_holding(PyObject* mapping, PyObject* value) {
+  PyObject* items = PyMapping_Items(mapping);
+  std::string key;
+  for (Py_ssize_t i = 0; items != nullptr && i < PyList_GET_SIZE(items) && key.empty(); ++i) {
+    PyObject* kv = PyList_GET_ITEM(items, i);
+    if (PyTuple_Check(kv) && PyTuple_GET_SIZE(kv) == 2 && PyTuple_GET_ITEM(kv, 1) == value &&
+        PyUnicode_Check(PyTuple_GET_ITEM(kv, 0)))
+      key = utf8_of(PyTuple_GET_ITEM(kv, 0));
+  }
+  Py_XDECREF(items);
+  PyErr_Clear();
+  return key;
+}
+
+// torch.nn's frames between a forward hook and the code that called the module.
+constexpr int kMaxTorchFrames = 6;
+
+// The name the code that calls `module` holds it under: a local of the first
+// frame outside torch.nn (`netG(noise)`), or an attribute of that frame's
+// `self` (`self.netG(noise)`); "" when neither holds it. Looked up once per
+// module, at its first call, so building the frame's locals is affordable.
+std::string holder_name(PyObject* module) {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  for (int i = 0; frame != nullptr && i < kMaxTorchFrames && in_torch_nn(frame); ++i) {
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or NULL
+    Py_DECREF(frame);
+    frame = back;
+  }
+  std::string name;
+  if (frame != nullptr && !in_torch_nn(frame)) {
+    if (PyObject* locals = PyFrame_GetLocals(frame)) {
+      name = key_holding(locals, module);
+      PyObject* self = name.empty() ? PyMapping_GetItemString(locals, "self") : nullptr;
+      PyObject* attrs = self != nullptr ? PyObject_GetAttrString(self, "__dict__") : nullptr;
+      if (attrs != nullptr && PyDict_Check(attrs)) name = key_holding(attrs, module);
+      Py_XDECREF(attrs);
+      Py_XDECREF(self);
+      Py_DECREF(locals);
+    }
+  }
+  Py_XDECREF(frame);
+  PyErr_Clear();
+  return name;
+}
 
 ThreadEvents* thread_events() {
   if (t_session == g_scopes->session) return t_events;
@@ -66,7 +122,7 @@ void record(PyObject* module, uint8_t is_exit) {
   // recorded: their backward half, from the operator observer, is not
   // either, and the layers table is over the detailed steps.
   if (!detail_window().on.load(std::memory_order_relaxed)) return;
-  const int64_t t = now_ns();
+  int64_t t = now_ns();
   const auto key = reinterpret_cast<uint64_t>(module);
   uint32_t id = g_scopes->index.find(key);
   if (id == FlatMap64::kMissing) {
@@ -74,10 +130,22 @@ void record(PyObject* module, uint8_t is_exit) {
       ++g_scopes->untracked_calls;
       return;
     }
-    id = static_cast<uint32_t>(g_scopes->modules.size());
-    Py_INCREF(module);
-    g_scopes->modules.push_back(module);
-    g_scopes->index.insert(key, id);
+    // Looked up first: it runs Python, where another thread may see a module
+    // first (this one too) and take the next index.
+    std::string holder = holder_name(module);
+    id = g_scopes->index.find(key);
+    if (id == FlatMap64::kMissing) {
+      if (g_scopes->modules.size() >= g_scopes->options.max_modules) {
+        ++g_scopes->untracked_calls;
+        return;
+      }
+      id = static_cast<uint32_t>(g_scopes->modules.size());
+      Py_INCREF(module);
+      g_scopes->modules.push_back(module);
+      g_scopes->holders.push_back(std::move(holder));
+      g_scopes->index.insert(key, id);
+    }
+    if (is_exit == 0) t = now_ns();  // the module's call starts after the lookup
   }
   ModuleEvent e{};
   e.t_ns = t;
@@ -346,16 +414,18 @@ void link_children(ModuleLinks& l, PyObject* holder, size_t parent, const std::s
 // Qualified names from the parents' _modules dicts: the keys under which a
 // called module holds a child (through containers never called) are the
 // child's name segment in named_modules().
-void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods) {
+void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods, const std::vector<std::string>& holders) {
   std::unordered_map<PyObject*, size_t> index;
   for (size_t i = 0; i < mods.size(); ++i) index.emplace(mods[i], i);
   std::vector<std::string> segment(mods.size());
   ModuleLinks links{run, base, index, segment};
   for (size_t i = 0; i < mods.size(); ++i) link_children(links, mods[i], i, "", 0);
-  // Roots are named by their class; with one root (the usual model), its
-  // descendants' names are exactly named_modules()'s. With several roots
+  // With one root (the usual model), it is named by its class and its
+  // descendants exactly as named_modules() names them. With several roots
   // (a GAN's generator and discriminator), descendants are prefixed by their
-  // root's label, numbered when two roots share a class ("Sequential#2.0").
+  // root's label: the variable or attribute its caller held it under
+  // ("netG.0"; holder_name) where that names one root only, else its class,
+  // numbered in first-call order when two roots share it ("Sequential#2.0").
   std::vector<bool> has_child(mods.size(), false);
   for (size_t i = 0; i < mods.size(); ++i) {
     const int32_t p = run.modules[base + i].parent;
@@ -368,12 +438,20 @@ void name_modules(Run& run, size_t base, const std::vector<PyObject*>& mods) {
       ++roots_with_children;
       ++roots_per_type[run.modules[base + i].type];
     }
+  std::unordered_map<std::string, int> roots_per_holder;
+  const auto holder = [&](size_t i) { return i < holders.size() ? holders[i] : std::string(); };
+  for (size_t i = 0; i < mods.size(); ++i)
+    if (run.modules[base + i].parent < 0 && has_child[i] && !holder(i).empty()) ++roots_per_holder[holder(i)];
   std::vector<std::string> root_label(mods.size());
   for (size_t i = 0; i < mods.size(); ++i) {  // modules are in first-call order
     if (run.modules[base + i].parent >= 0) continue;
     const std::string& type = run.modules[base + i].type;
     root_label[i] = type;
-    if (has_child[i] && roots_per_type[type] > 1) root_label[i] += "#" + std::to_string(++seen_per_type[type]);
+    if (!has_child[i]) continue;
+    if (roots_with_children > 1 && !holder(i).empty() && roots_per_holder[holder(i)] == 1)
+      root_label[i] = holder(i);
+    else if (roots_per_type[type] > 1)
+      root_label[i] += "#" + std::to_string(++seen_per_type[type]);
   }
   for (size_t i = 0; i < mods.size(); ++i) {
     std::vector<size_t> chain;
@@ -480,6 +558,7 @@ void snapshot_module_scopes(Run& run) {
   // died so in memmove, torch 2.6: test_loops' grad_scaler). Calls of
   // modules seen after the copy wait for the next snapshot.
   const std::vector<PyObject*> mods = g_scopes->modules;
+  const std::vector<std::string> holders = g_scopes->holders;
   for (PyObject* m : mods) Py_INCREF(m);
   // The modules that torch.compile wrapped: their own calls (inside the
   // wrapper's, from its hooks run outside the compiled frame) are left out,
@@ -510,7 +589,7 @@ void snapshot_module_scopes(Run& run) {
     run.modules.push_back(std::move(info));
   }
   PyErr_Clear();
-  name_modules(run, base, mods);
+  name_modules(run, base, mods, holders);
   for (auto& t : g_scopes->threads) {
     t->events.for_each([&](const ModuleEvent& e) {
       if (e.module >= wrapped.size() || wrapped[e.module]) return;
