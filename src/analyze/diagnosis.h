@@ -47,7 +47,8 @@ struct DiagnosisInput {
   // -1 unknown: where
   // known, loading_cpu_fraction() is this.
   double data_wait_cpu_fraction = -1;
-  // Share of the run the main thread was runnable but waiting for a CPU
+  // Share of the training loop (its step clocks, first to last; else the
+  // whole run) the main thread was runnable but waiting for a CPU
   // (schedstat), 0 when unknown: cores contended by workers and threads.
   double main_runqueue_fraction = 0;
   // DataLoader worker processes (Run::processes without the main one), and
