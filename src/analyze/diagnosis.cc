@@ -104,6 +104,22 @@ void set_machine_load(const Run& run, DiagnosisInput& in) {
     in.steal_share = r.machine_steal_s / (r.wall_s * static_cast<double>(run.env.cpu_cores));
 }
 
+// The share of the training loop the main thread spent runnable but waiting
+// for a CPU: from its first step clock to its last (the script's imports,
+// set-up and the workers' start are not the loop); -1 without two of them.
+double loop_runqueue_fraction(const Run& run) {
+  const StepClock* first = nullptr;
+  const StepClock* last = nullptr;
+  for (const StepClock& c : run.step_clocks) {
+    if (c.thread_index != run.main_thread || c.runqueue_ns < 0) continue;
+    if (first == nullptr || c.t_ns < first->t_ns) first = &c;
+    if (last == nullptr || c.t_ns > last->t_ns) last = &c;
+  }
+  if (first == nullptr || last->t_ns <= first->t_ns) return -1;
+  const auto waited = static_cast<double>(last->runqueue_ns - first->runqueue_ns);
+  return std::clamp(waited / static_cast<double>(last->t_ns - first->t_ns), 0.0, 1.0);
+}
+
 }  // namespace
 
 DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const LayerAnalysis& layers) {
@@ -119,6 +135,7 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     in.main_cpu_fraction = std::min(1.0, wanted / run.run.wall_s);
     if (run.run.main_thread_runqueue_s >= 0) in.main_runqueue_fraction = run.run.main_thread_runqueue_s / run.run.wall_s;
   }
+  if (const double loop = loop_runqueue_fraction(run); loop >= 0) in.main_runqueue_fraction = loop;
   if (run.data_wait_ns > 0 && run.data_wait_cpu_ns >= 0)
     in.data_wait_cpu_fraction =
         std::clamp(static_cast<double>(run.data_wait_cpu_ns) / static_cast<double>(run.data_wait_ns), 0.0, 1.0);

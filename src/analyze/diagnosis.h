@@ -47,7 +47,8 @@ struct DiagnosisInput {
   // -1 unknown: where
   // known, loading_cpu_fraction() is this.
   double data_wait_cpu_fraction = -1;
-  // Share of the run the main thread was runnable but waiting for a CPU
+  // Share of the training loop (its step clocks, first to last; else the
+  // whole run) the main thread was runnable but waiting for a CPU
   // (schedstat), -1 when unknown: cores contended by workers and threads,
   // or by other work (other_cores).
   double main_runqueue_fraction = -1;

@@ -97,9 +97,6 @@ std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& 
   return steps;
 }
 
-// A step is the GPU window's when the window covers this much of it.
-constexpr double kWindowOverlapShare = 0.05;
-
 // A step in which torch.compile compiled (its first call, a recompilation)
 // is not steady, however short the compilation: it ran other code (with
 // fewer than three steps, as for warm-up, every step is kept). So is a step
@@ -110,12 +107,11 @@ void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling, const Span
   if (n < 3) return;
   if (window != nullptr)
     for (Step& st : a.steps) {
-      // The window opens and closes inside optimizer.step (its hooks), a
-      // few microseconds before the boundary: the step it opens in is not
-      // one of its steps.
-      const int64_t overlap = std::min(window->second, st.end_ns) - std::max(window->first, st.start_ns);
-      if (overlap > 0 && static_cast<double>(overlap) >= kWindowOverlapShare * static_cast<double>(st.duration()))
-        st.steady = false, st.gpu_window = true;
+      // The window opens and closes inside optimizer.step (its post-hooks),
+      // before the boundary: its steps are those that start inside it. The
+      // step it opens in ends inside it too, by however long the thread
+      // waited for a CPU there: no share of its time tells it apart.
+      if (st.start_ns >= window->first && st.start_ns < window->second) st.steady = false, st.gpu_window = true;
     }
   for (Step& st : a.steps)
     for (const Span& c : compiling)

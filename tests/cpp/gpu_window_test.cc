@@ -230,6 +230,11 @@ TEST(GpuWindow, TheWindowsStepsLeaveTheCpuStatistics) {
   for (size_t i = 0; i < s.steps.size(); ++i) EXPECT_EQ(s.steps[i].gpu_window, i >= 4 && i <= 7) << i;
   EXPECT_EQ(s.gpu_window_steps, 4u);
   EXPECT_EQ(s.steady_count, 12u - 1 - 4);
+  // AND so when the thread waited 3 ms for a CPU between opening the window
+  // and step 4's end (a busy machine): 30 % of step 4 lies in the window
+  rb.run.gpu_window.start_ns = 37 * kMs;
+  const StepAnalysis held = analyze_steps(rb.run);
+  for (size_t i = 0; i < held.steps.size(); ++i) EXPECT_EQ(held.steps[i].gpu_window, i >= 4 && i <= 7) << i;
   // AND a window that was not recorded leaves every step
   rb.run.gpu_window.state = "failed";
   EXPECT_EQ(analyze_steps(rb.run).gpu_window_steps, 0u);

@@ -382,5 +382,23 @@ TEST(LoopSteps, PhaseSegmentsOfTheFirstStepsAreTheWholeRunsFirstPieces) {
   EXPECT_EQ(eval_ns, a.steps[10].breakdown[Phase::kEvaluation]);
 }
 
+TEST(LoopSteps, TheLoopsWaitForACpuIsTheLoopsNotTheStartUps) {
+  // GIVEN a run whose main thread waited for a CPU 300 ms of its 1 s, all
+  // but 2 ms of it before the loop (imports, workers starting), and step
+  // clocks at the loop's first and last boundaries, 240 ms apart
+  RunBuilder rb = run_with_evaluation_pass();
+  rb.run.run.wall_s = 1.0;
+  rb.run.run.main_thread_cpu_s = 0.5;
+  rb.run.run.main_thread_runqueue_s = 0.3;
+  const StepAnalysis a = analyze_steps(rb.run);
+  const LayerAnalysis l = analyze_layers(rb.run, a.evaluation);
+  // THEN without the clocks the run's share stands in for the loop's
+  EXPECT_DOUBLE_EQ(diagnosis_input(rb.run, a, l).main_runqueue_fraction, 0.3);
+  // AND with them it is the loop's: 2 ms of 240
+  rb.run.step_clocks = {StepClock{10 * kMs, 100 * kMs, 290 * kMs, rb.run.main_thread},
+                        StepClock{250 * kMs, 300 * kMs, 292 * kMs, rb.run.main_thread}};
+  EXPECT_NEAR(diagnosis_input(rb.run, a, l).main_runqueue_fraction, 2.0 / 240, 1e-9);
+}
+
 }  // namespace
 }  // namespace torchneck

@@ -31,9 +31,9 @@ void detect_busy_machine(const DiagnosisInput& in, std::vector<Finding>& out) {
   Finding f = make_finding(FindingId::busy_machine);
   const std::string cores = std::to_string(std::max<int64_t>(1, in.env.cpu_cores));
   f.title = "Other work on the machine takes the cores: the loop waited for a CPU " +
-            fmt_pct(in.main_runqueue_fraction) + " of the run";
+            fmt_pct(in.main_runqueue_fraction) + " of the training loop";
   f.evidence.push_back("the main thread was runnable but not running " + fmt_pct(in.main_runqueue_fraction) +
-                       " of the run's wall time (Linux schedstat)");
+                       " of the training loop's wall time, first to last step (Linux schedstat)");
   if (in.other_cores >= 0) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "other processes used %.1f of the %s cores on average over the run "
@@ -47,7 +47,7 @@ void detect_busy_machine(const DiagnosisInput& in, std::vector<Finding>& out) {
                      "it (taskset -c, a cgroup cpuset, the scheduler's exclusive allocation); until then read "
                      "the times here as inflated by the wait";
   f.gain_arithmetic = "none promised: at most the " + fmt_pct(in.main_runqueue_fraction) +
-                      " of the run the loop waited for a CPU, spread over every phase";
+                      " of the training loop it waited for a CPU, spread over every phase";
   out.push_back(std::move(f));
 }
 

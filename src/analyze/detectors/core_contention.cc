@@ -26,9 +26,9 @@ void detect_core_contention(const DiagnosisInput& in, std::vector<Finding>& out)
   if (wanted <= cores) return;
   Finding f = make_finding(FindingId::core_contention);
   f.title = "The training loop waits for a CPU core " + fmt_pct(in.main_runqueue_fraction) +
-            " of the run: processes and threads compete for " + std::to_string(cores) + " cores";
+            " of the training loop: processes and threads compete for " + std::to_string(cores) + " cores";
   f.evidence.push_back("the main thread was runnable but not running " + fmt_pct(in.main_runqueue_fraction) +
-                       " of the run's wall time (Linux schedstat)");
+                       " of the training loop's wall time, first to last step (Linux schedstat)");
   int64_t workers = 0;
   double worker_cpu = 0;
   for (const auto& p : in.workers) {

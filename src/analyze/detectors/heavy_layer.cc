@@ -102,7 +102,7 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
                        std::to_string(heavy->params) + " parameters");
   if (contended)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
-                         " of the run (core_contention): layer times include that wait");
+                         " of the training loop (core_contention): layer times include that wait");
   if (outran_twins)
     f.evidence.push_back("layers of its type and size took " + fmt_ms(twins) + " (median): the rest is more likely that wait than its work");
   f.evidence.push_back("whole model: " + fmt_ms(model_total) + " forward + backward");

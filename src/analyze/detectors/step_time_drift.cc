@@ -161,7 +161,7 @@ void detect_step_time_drift(const DiagnosisInput& in, std::vector<Finding>& out)
                        std::to_string(kBlockSteps) + (per_interval > 1 ? " runs" : " steps") + "): not noise");
   if (busy)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
-                         " of the run: the machine may have slowed down, not the script");
+                         " of the training loop: the machine may have slowed down, not the script");
   // The step's own autograd graph, rebuilt larger every step: the work of
   // the step grows with something the script keeps (graph_watch.py).
   const GrowingGraph* rebuilt = nullptr;
