@@ -10,6 +10,7 @@
 #include "analyze/loop_spans.h"
 #include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
+#include "analyze/top_level_ops.h"
 
 namespace torchneck {
 namespace {
@@ -527,14 +528,18 @@ StepAnalysis analyze_steps(const Run& run) {
   std::vector<PhaseInterval> intervals = phase_intervals(tv, passes, forward, a.evaluation);
   for (const Span& e : light_eval) intervals.push_back({e.first, e.second, Phase::kEvaluation, false, true, true});
   sweep(intervals, a.steps, nullptr, &joint);
-  // Operators per step (all nesting levels) and their self time, those of
-  // evaluation passes and DataLoader fetches left out: they are not the
-  // training step's compute.
+  // Operators per step (all nesting levels) and their self time, and the
+  // top-level ones, those of evaluation passes and DataLoader fetches left
+  // out: they are not the training step's compute.
   const std::vector<Span> fetches = fetch_spans(run);
+  std::vector<TopLevelOp> top_level;
+  int64_t top_end = INT64_MIN;  // the end of the last operator inside no other
   size_t sj = 0;
   for (size_t i : tv.main_events) {
     const OpEvent& e = run.timeline[i];
     if (e.kind != OpKind::kOperator) continue;
+    const bool top = e.start_ns >= top_end;
+    if (top) top_end = e.end_ns;
     while (sj < a.steps.size() && a.steps[sj].end_ns <= e.start_ns) ++sj;
     if (sj >= a.steps.size()) break;
     if (e.start_ns < a.steps[sj].start_ns || inside_any(a.evaluation, e.start_ns, e.end_ns) ||
@@ -542,6 +547,7 @@ StepAnalysis analyze_steps(const Run& run) {
       continue;
     ++a.steps[sj].ops;
     a.steps[sj].op_self_ns += tv.self_ns[i];
+    if (top) top_level.push_back({sj, e.end_ns - e.start_ns, e.name_id});
   }
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
@@ -587,6 +593,7 @@ StepAnalysis analyze_steps(const Run& run) {
     if (!a.count_source.empty() && a.count > 0) a.counted_step_ns = inside_ns / static_cast<int64_t>(a.count);
   }
   steady_statistics(a);
+  a.top_level_ops = summarize_top_level_ops(run, a.steps, top_level);
   classify_slow_steps(run, a);
   // Steps counted by their boundaries (optimizer.step, profiler.step) over
   // the whole run: the step clocks are at the same boundaries.

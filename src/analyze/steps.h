@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyze/run_clocks.h"
@@ -61,6 +62,8 @@ struct Step {
   SlowKind slow = SlowKind::kNone;  // steady and detail_excluded steps only (slow_steps.h)
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
+  uint64_t top_ops = 0;     // of them, those not inside another operator (TopLevelOps)
+  int64_t top_op_ns = 0;    // their time, nested operators included
   int micro_batches = 0;    // backward passes in the step outside optimizer.step (accumulation, several losses)
   // The launcher's own work in the step's "other" time (the graph watch's
   // looks at steps 2, 4, 8, ...). It stays in "other", and out of the split
@@ -88,6 +91,21 @@ struct SlowGroup {
   // The Python function that runs in these steps and hardly in the others
   // (sample mode): "save_checkpoint (train.py:40) -> save (torch/serialization.py:376)".
   std::string what;
+};
+
+// The operators the training loop issues itself: top-level ones, not inside
+// another operator (aten::linear, not the t and addmm it calls), over the
+// detailed steps that are steady or detail_excluded; evaluation passes and
+// DataLoader fetches left out. framework_overhead reads them.
+struct TopLevelOps {
+  double per_step = 0;             // mean count a step
+  double ns_per_step = 0;          // their time a step, nested operators included
+  double compute_ns_per_step = 0;  // the same steps' forward + backward + optimizer
+  // The 10th percentile of one's time: what an operator that does almost
+  // nothing costs here (dispatch, autograd's recording, the observer).
+  int64_t floor_ns = 0;
+  // The most called, with their calls a step (kMostCalledTopLevelOps at most).
+  std::vector<std::pair<std::string, double>> most_called;
 };
 
 struct StepAnalysis {
@@ -140,6 +158,7 @@ struct StepAnalysis {
   double micro_batches_per_step = 0;  // median backward passes per steady step
   double ops_per_step = 0;     // steady-state mean, evaluation and data fetches left out
   double op_self_ns_per_step = 0;
+  TopLevelOps top_level_ops;
   bool timeline_truncated = false;  // events were dropped: later steps unseen
   // Where the timeline was cut before the run's end: the whole run's steps
   // by the step clocks, those after the timeline's last step apart

@@ -52,6 +52,21 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   }
   w.end_array();
   w.field("ops_per_step", s.ops_per_step);
+  const TopLevelOps& top = s.top_level_ops;
+  w.key("top_level_ops").begin_object();
+  w.field("per_step", top.per_step);
+  w.field("ms_per_step", top.ns_per_step / 1e6);
+  w.field("compute_ms_per_step", top.compute_ns_per_step / 1e6);
+  w.field("floor_us", static_cast<double>(top.floor_ns) / 1e3);
+  w.key("most_called").begin_array();
+  for (const auto& [name, per_step] : top.most_called) {
+    w.begin_object();
+    w.field("name", name);
+    w.field("per_step", per_step);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
   w.field("timeline_truncated", s.timeline_truncated);
   w.key("whole_run");
   if (s.whole_run.empty()) {

@@ -26,8 +26,8 @@ constexpr int64_t kMs = 1'000'000;
 
 // A CPU run where most CPU detectors fire: data wait 30 % (input_bound,
 // slow_data_transform), optimizer 20 % (optimizer_heavy), one layer of two 90 % of
-// forward + backward (heavy_layer), 1000 operators of 5 us per step
-// (framework_overhead).
+// forward + backward (heavy_layer), 1000 operators of 5 us per step called
+// by the loop itself (framework_overhead).
 DiagnosisInput busy_cpu_run() {
   DiagnosisInput in;
   in.env.cpu_cores = 8;
@@ -42,6 +42,10 @@ DiagnosisInput busy_cpu_run() {
   in.steps.breakdown.ns[static_cast<int>(Phase::kBackward)] = 20 * kMs;
   in.steps.ops_per_step = 1000;
   in.steps.op_self_ns_per_step = 1000 * 5'000.0;
+  in.steps.top_level_ops.per_step = 1000;
+  in.steps.top_level_ops.ns_per_step = 1000 * 5'000.0;
+  in.steps.top_level_ops.compute_ns_per_step = 70 * kMs;
+  in.steps.top_level_ops.floor_ns = 3'000;
   LayerStats model, fc;
   model.name = "";
   model.type = "Net";

@@ -55,6 +55,13 @@ DiagnosisInput load_input(const json& j) {
     in.steps.breakdown.ns[p] = ms(s.at("breakdown_ms").value(phase_name(static_cast<Phase>(p)), 0.0));
   in.steps.ops_per_step = s.at("ops_per_step");
   in.steps.op_self_ns_per_step = s.at("op_self_us_per_step").get<double>() * 1e3;
+  if (s.contains("top_level_ops")) {
+    const json& t = s.at("top_level_ops");
+    in.steps.top_level_ops.per_step = t.at("per_step");
+    in.steps.top_level_ops.ns_per_step = t.at("ms_per_step").get<double>() * 1e6;
+    in.steps.top_level_ops.compute_ns_per_step = t.at("compute_ms_per_step").get<double>() * 1e6;
+    in.steps.top_level_ops.floor_ns = static_cast<int64_t>(t.at("floor_us").get<double>() * 1e3);
+  }
   for (const json& l : j.at("layers")) {
     LayerStats x;
     x.name = l.at("name");

@@ -423,6 +423,24 @@ def test_large_matmuls_with_a_per_sample_collate_are_no_framework_overhead(tmp_p
     assert ops < per_batch, f"{ops:.0f} operators a step: the collate's {per_batch} are counted as compute"
 
 
+def test_operators_nested_in_few_calls_are_not_framework_overhead(tmp_path):
+    # A few dozen calls a step, each torch.bmm calling a select (and what
+    # select calls) per matrix: thousands of operator events, not thousands
+    # of calls the script could fuse; torch.bmm is the fused form already.
+    profile, truth = run_loop("nested_bmm", tmp_path)
+    steps = profile["steps"]
+    # The premise: counted at every nesting level, "many operators".
+    assert steps["ops_per_step"] >= 10 * TINY_OPS_PER_STEP, (
+        f"{steps['ops_per_step']:.0f} operator events a step: this torch does not split bmm per matrix")
+    top = steps["top_level_ops"]
+    assert top["per_step"] < TINY_OPS_PER_STEP, top
+    # and bmm's own selects are none of the loop's calls
+    per_step = {o["name"]: o["per_step"] for o in top["most_called"]}
+    assert "aten::select" not in per_step, top
+    found = check_common(profile, truth)
+    assert "framework_overhead" not in found, brief(profile)
+
+
 def test_checkpoint_every_k_is_a_periodic_stall(tmp_path):
     profile, truth = run_loop("checkpoint_every_k", tmp_path)
     assert truth["saves"] >= 3 and truth["save_every"] == 5

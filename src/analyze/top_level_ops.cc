@@ -1,0 +1,59 @@
+#include "analyze/top_level_ops.h"
+
+#include <algorithm>
+#include <map>
+
+namespace torchneck {
+namespace {
+
+// The floor is a low percentile, not the least: one operator may return at
+// once (an empty tensor, a cached view) and cost less than any real call.
+constexpr double kFloorPercentile = 0.10;
+
+// The steps the figures are over: detailed (their operators recorded) and
+// steady, or left out only for their window's cost (StepAnalysis's statistics).
+bool counted(const Step& s) { return s.detailed && (s.steady || s.detail_excluded); }
+
+}  // namespace
+
+TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, const std::vector<TopLevelOp>& ops) {
+  TopLevelOps t;
+  std::vector<int64_t> times;
+  std::map<uint32_t, uint64_t> calls;
+  for (const TopLevelOp& op : ops) {
+    Step& s = steps[op.step];
+    ++s.top_ops;
+    s.top_op_ns += op.ns;
+    if (!counted(s)) continue;
+    times.push_back(op.ns);
+    ++calls[op.name_id];
+  }
+  size_t detailed = 0;
+  for (const Step& s : steps)
+    if (counted(s)) {
+      ++detailed;
+      t.per_step += static_cast<double>(s.top_ops);
+      t.ns_per_step += static_cast<double>(s.top_op_ns);
+      t.compute_ns_per_step += static_cast<double>(s.breakdown.compute());
+    }
+  if (detailed == 0 || times.empty()) return TopLevelOps{};
+  const auto n = static_cast<double>(detailed);
+  t.per_step /= n;
+  t.ns_per_step /= n;
+  t.compute_ns_per_step /= n;
+  const auto at = static_cast<std::ptrdiff_t>(kFloorPercentile * static_cast<double>(times.size() - 1));
+  std::nth_element(times.begin(), times.begin() + at, times.end());
+  t.floor_ns = times[static_cast<size_t>(at)];
+  std::vector<std::pair<uint64_t, uint32_t>> by_calls;
+  for (const auto& [name, c] : calls) by_calls.emplace_back(c, name);
+  const size_t shown = std::min(kMostCalledTopLevelOps, by_calls.size());
+  std::partial_sort(by_calls.begin(), by_calls.begin() + static_cast<std::ptrdiff_t>(shown), by_calls.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (size_t i = 0; i < shown; ++i) {
+    const uint32_t id = by_calls[i].second;
+    t.most_called.emplace_back(id < run.strings.size() ? run.strings[id] : "?", static_cast<double>(by_calls[i].first) / n);
+  }
+  return t;
+}
+
+}  // namespace torchneck

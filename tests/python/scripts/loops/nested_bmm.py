@@ -1,0 +1,82 @@
+"""Loop shape: few operators that each call many others.
+
+The model scores 256 small sequences against themselves with torch.bmm
+(batches of 16 x 16 matrices): on a CPU build that splits a batched
+product per matrix, each aten::bmm calls aten::select (and what select
+calls) for every matrix, forward and backward, thousands of nested operator
+calls a step. The script itself calls a few dozen operators a step: it is
+not made of tiny operators, and torch.bmm is already the batched form.
+torchneck must not report framework_overhead ("many small operators per
+step") for it.
+
+    /usr/bin/python3 nested_bmm.py [--steps N] [--truth PATH]
+
+--truth PATH writes looptruth.LoopClock's JSON (see looptruth.py).
+per_step_s: step, data_wait, forward, backward, optimizer.
+"""
+import time
+
+_T0 = time.perf_counter()
+
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from looptruth import LoopClock
+
+
+class PairScores(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.q = nn.Linear(width, width)
+        self.k = nn.Linear(width, width)
+        self.out = nn.Linear(width, 1)
+
+    def forward(self, x):  # x: (batch, tokens, width)
+        scores = torch.bmm(self.q(x), self.k(x).transpose(1, 2)).softmax(-1)
+        return self.out(torch.bmm(scores, x)).mean(dim=(1, 2))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--tokens", type=int, default=16)
+    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--truth", metavar="PATH")
+    a = p.parse_args()
+    torch.manual_seed(a.seed)
+    n = a.steps * a.batch
+    data = TensorDataset(torch.randn(n, a.tokens, a.width), torch.randn(n))
+    loader = DataLoader(data, batch_size=a.batch, shuffle=True, num_workers=0)
+    model = PairScores(a.width)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.MSELoss()
+
+    clock = LoopClock("nested_bmm", "few operators a step, each bmm calling one select per matrix")
+    it = iter(loader)
+    clock.start()
+    for step in range(a.steps):
+        x, y = clock.next(it)
+        with clock.timed("forward"):
+            loss = loss_fn(model(x), y)
+        with clock.timed("backward"):
+            loss.backward()
+        with clock.timed("optimizer"):
+            opt.step()
+        clock.boundary()
+        with clock.timed("optimizer"):
+            opt.zero_grad()
+    clock.stop()
+    gt = clock.write(a.truth, {"matrices_per_bmm": a.batch})
+    sh = gt["shares_after_first_step"]
+    print(f"nested_bmm: {gt['steps']} steps; after the first step: "
+          + ", ".join(f"{k} {100 * sh[k]:.1f} %" for k in ("data_wait", "forward", "backward", "optimizer"))
+          + f"; script {time.perf_counter() - _T0:.2f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
