@@ -143,7 +143,7 @@
       if (f.recommendation) c.appendChild(el('div', 'rec', f.recommendation));
       var g = el('p');
       if (f.estimated_gain_pct !== null && f.estimated_gain_pct !== undefined) {
-        g.appendChild(textNode('Estimated gain: '));
+        g.appendChild(textNode(f.gain_is_upper_bound ? 'Estimated gain: up to ' : 'Estimated gain: '));
         g.appendChild(el('span', 'gain', fmt(f.estimated_gain_pct, 0) + ' % of step time'));
       } else {
         g.textContent = 'Estimated gain: not backed by a measurement.';

@@ -243,7 +243,10 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
       // Whole percents: the estimate is "about", and rests on assumptions
       // its gain_arithmetic names.
       char buf[64];
-      std::snprintf(buf, sizeof buf, " Fixing it should cut step time by about %.0f %%.", *main->estimated_gain_pct);
+      std::snprintf(buf, sizeof buf,
+                    main->gain_is_upper_bound ? " Fixing it could cut step time by up to %.0f %%."
+                                              : " Fixing it should cut step time by about %.0f %%.",
+                    *main->estimated_gain_pct);
       d.verdict += buf;
     }
   }

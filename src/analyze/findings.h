@@ -52,6 +52,9 @@ struct Finding {
   std::string recommendation;         // the code to change
   std::optional<double> estimated_gain_pct;  // step time saved; none when it cannot be backed
   std::string gain_arithmetic;        // how the estimate was made
+  // The estimate is the bottleneck removed entirely, not what the fix is
+  // computed to achieve: reports say "up to", never "about".
+  bool gain_is_upper_bound = false;
   // Named numbers a program reads (profile.json: keys of the finding), e.g.
   // periodic_stall's period_steps.
   std::vector<std::pair<std::string, double>> numbers;

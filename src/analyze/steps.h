@@ -100,10 +100,9 @@ struct SlowGroup {
 struct TopLevelOps {
   double per_step = 0;             // mean count a step
   double ns_per_step = 0;          // their time a step, nested operators included
+  double small_per_step = 0;       // of them, the small ones (kSmallCallNs, top_level_ops.h) ...
+  double small_ns_per_step = 0;    // ... and their time
   double compute_ns_per_step = 0;  // the same steps' forward + backward + optimizer
-  // The 10th percentile of one's time: what an operator that does almost
-  // nothing costs here (dispatch, autograd's recording, the observer).
-  int64_t floor_ns = 0;
   // The most called, with their calls a step (kMostCalledTopLevelOps at most).
   std::vector<std::pair<std::string, double>> most_called;
 };

@@ -2,31 +2,38 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 namespace torchneck {
 namespace {
-
-// The floor is a low percentile, not the least: one operator may return at
-// once (an empty tensor, a cached view) and cost less than any real call.
-constexpr double kFloorPercentile = 0.10;
 
 // The steps the figures are over: detailed (their operators recorded) and
 // steady, or left out only for their window's cost (StepAnalysis's statistics).
 bool counted(const Step& s) { return s.detailed && (s.steady || s.detail_excluded); }
 
+// A backward node's evaluation by the autograd engine is one call of the
+// backward pass: named by its node ("AddBackward0 (backward)").
+std::string call_name(const std::string& op) {
+  static const std::string kEngine = "autograd::engine::evaluate_function: ";
+  if (op.rfind(kEngine, 0) == 0) return op.substr(kEngine.size()) + " (backward)";
+  return op;
+}
+
 }  // namespace
 
 TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, const std::vector<TopLevelOp>& ops) {
   TopLevelOps t;
-  std::vector<int64_t> times;
   std::map<uint32_t, uint64_t> calls;
   for (const TopLevelOp& op : ops) {
     Step& s = steps[op.step];
     ++s.top_ops;
     s.top_op_ns += op.ns;
     if (!counted(s)) continue;
-    times.push_back(op.ns);
     ++calls[op.name_id];
+    if (op.ns <= kSmallCallNs) {
+      t.small_per_step += 1;
+      t.small_ns_per_step += static_cast<double>(op.ns);
+    }
   }
   size_t detailed = 0;
   for (const Step& s : steps)
@@ -36,14 +43,13 @@ TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, co
       t.ns_per_step += static_cast<double>(s.top_op_ns);
       t.compute_ns_per_step += static_cast<double>(s.breakdown.compute());
     }
-  if (detailed == 0 || times.empty()) return TopLevelOps{};
+  if (detailed == 0 || calls.empty()) return TopLevelOps{};
   const auto n = static_cast<double>(detailed);
   t.per_step /= n;
   t.ns_per_step /= n;
+  t.small_per_step /= n;
+  t.small_ns_per_step /= n;
   t.compute_ns_per_step /= n;
-  const auto at = static_cast<std::ptrdiff_t>(kFloorPercentile * static_cast<double>(times.size() - 1));
-  std::nth_element(times.begin(), times.begin() + at, times.end());
-  t.floor_ns = times[static_cast<size_t>(at)];
   std::vector<std::pair<uint64_t, uint32_t>> by_calls;
   for (const auto& [name, c] : calls) by_calls.emplace_back(c, name);
   const size_t shown = std::min(kMostCalledTopLevelOps, by_calls.size());
@@ -51,7 +57,8 @@ TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, co
                     [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (size_t i = 0; i < shown; ++i) {
     const uint32_t id = by_calls[i].second;
-    t.most_called.emplace_back(id < run.strings.size() ? run.strings[id] : "?", static_cast<double>(by_calls[i].first) / n);
+    t.most_called.emplace_back(call_name(id < run.strings.size() ? run.strings[id] : "?"),
+                               static_cast<double>(by_calls[i].first) / n);
   }
   return t;
 }

@@ -14,6 +14,9 @@ namespace torchneck {
 
 // The most called top-level operators named in TopLevelOps::most_called.
 constexpr size_t kMostCalledTopLevelOps = 3;
+// A small call: under 20 us with what it calls, it carries little
+// arithmetic beside a dispatch that costs a few us on its own.
+constexpr int64_t kSmallCallNs = 20'000;
 
 // One top-level operator of a step: an index into the steps, its time
 // (nested operators included) and its name (an index into Run::strings).

@@ -264,6 +264,7 @@ void write_findings(JsonWriter& w, const Diagnosis& d) {
     if (f.estimated_gain_pct) w.value(*f.estimated_gain_pct);
     else w.null();
     w.field("gain_arithmetic", f.gain_arithmetic);
+    w.field("gain_is_upper_bound", f.gain_is_upper_bound);
     w.field("confidence", f.confidence);
     w.field("confidence_basis", f.confidence_basis);
     w.field("try_setting", f.try_setting);

@@ -56,8 +56,9 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.key("top_level_ops").begin_object();
   w.field("per_step", top.per_step);
   w.field("ms_per_step", top.ns_per_step / 1e6);
+  w.field("small_per_step", top.small_per_step);
+  w.field("small_ms_per_step", top.small_ns_per_step / 1e6);
   w.field("compute_ms_per_step", top.compute_ns_per_step / 1e6);
-  w.field("floor_us", static_cast<double>(top.floor_ns) / 1e3);
   w.key("most_called").begin_array();
   for (const auto& [name, per_step] : top.most_called) {
     w.begin_object();

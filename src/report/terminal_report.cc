@@ -163,7 +163,9 @@ void verdict_and_findings(std::string& out, const Diagnosis& d) {
     appendf(out, "%2d. [%s] %s: %s\n", ++n, to_string(f.severity), f.id.c_str(), f.title.c_str());
     for (const auto& e : f.evidence) out += "      evidence: " + e + "\n";
     out += "      fix:      " + f.recommendation + "\n";
-    if (f.estimated_gain_pct) appendf(out, "      gain:     about -%.0f %% step time (%s)\n", *f.estimated_gain_pct, f.gain_arithmetic.c_str());
+    if (f.estimated_gain_pct)
+      appendf(out, "      gain:     %s -%.0f %% step time (%s)\n", f.gain_is_upper_bound ? "up to" : "about",
+              *f.estimated_gain_pct, f.gain_arithmetic.c_str());
     else out += "      gain:     " + f.gain_arithmetic + "\n";
     if (f.measured_gain_pct)
       appendf(out, "      measured: %+.1f %% step time (95 %% interval %+.1f .. %+.1f %%), with --try %s\n",

@@ -44,8 +44,9 @@ DiagnosisInput busy_cpu_run() {
   in.steps.op_self_ns_per_step = 1000 * 5'000.0;
   in.steps.top_level_ops.per_step = 1000;
   in.steps.top_level_ops.ns_per_step = 1000 * 5'000.0;
+  in.steps.top_level_ops.small_per_step = 1000;
+  in.steps.top_level_ops.small_ns_per_step = 1000 * 5'000.0;
   in.steps.top_level_ops.compute_ns_per_step = 70 * kMs;
-  in.steps.top_level_ops.floor_ns = 3'000;
   LayerStats model, fc;
   model.name = "";
   model.type = "Net";
@@ -93,6 +94,17 @@ DiagnosisInput respawning_workers() {
   loader.num_workers = 2;
   in.env.dataloaders.push_back(loader);
   in.workers.resize(6);
+  return in;
+}
+
+// A loop of one torch thread on 2 cores that waited for a CPU 30 % of the
+// training loop while other processes took 1.5 cores (busy_machine).
+DiagnosisInput crowded_machine() {
+  DiagnosisInput in;
+  in.env.cpu_cores = 2;
+  in.env.torch_threads = 1;
+  in.main_runqueue_fraction = 0.30;
+  in.other_cores = 1.5;
   return in;
 }
 
@@ -227,6 +239,7 @@ RankAnalysis two_ranks(double wait0, double wait1, double transfer, double last0
 std::map<std::string, std::set<std::string>> emitted() {
   const gpu::GpuReport gpu = troubled_gpu();
   std::vector<DiagnosisInput> inputs = {busy_cpu_run(), few_threads_run(), respawning_workers(), troubled_loop(),
+                                        crowded_machine(),
                                         leaking_run(),
                                         DiagnosisInput{}};
   inputs.back().gpu = &gpu;

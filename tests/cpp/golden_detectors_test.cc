@@ -59,8 +59,9 @@ DiagnosisInput load_input(const json& j) {
     const json& t = s.at("top_level_ops");
     in.steps.top_level_ops.per_step = t.at("per_step");
     in.steps.top_level_ops.ns_per_step = t.at("ms_per_step").get<double>() * 1e6;
+    in.steps.top_level_ops.small_per_step = t.at("small_per_step");
+    in.steps.top_level_ops.small_ns_per_step = t.at("small_ms_per_step").get<double>() * 1e6;
     in.steps.top_level_ops.compute_ns_per_step = t.at("compute_ms_per_step").get<double>() * 1e6;
-    in.steps.top_level_ops.floor_ns = static_cast<int64_t>(t.at("floor_us").get<double>() * 1e3);
   }
   for (const json& l : j.at("layers")) {
     LayerStats x;

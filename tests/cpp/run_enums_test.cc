@@ -120,10 +120,10 @@ TEST(RunEnums, TheSpillStoresTheStringsWhereItStoredThemBefore) {
   const std::string bytes = encode_run(run);
   // THEN the Python mode and the ending are the length-prefixed strings at
   // the start of the 'run' section (after the header and the block's frame),
-  // after script, argv, exit code and three doubles, as in format version 4
-  // before the enums
+  // after script, argv, exit code and six doubles (the wall, main-thread and
+  // machine clocks), as strings as in format version 4 before the enums
   size_t at = test_support::kSpillHeaderBytes + 8 + stored("train.py").size() + 8 + stored("train.py").size() +
-              stored("--fast").size() + 4 + 3 * 8;
+              stored("--fast").size() + 4 + 6 * 8;
   const std::string expected = stored("trace") + stored("fatal signal SIGSEGV");
   ASSERT_LE(at + expected.size(), bytes.size());
   EXPECT_EQ(bytes.substr(at, expected.size()), expected);

@@ -36,10 +36,13 @@ def test_two_roots_of_one_class_are_named_by_what_holds_them(tmp_path):
     out, truth_path = tmp_path / "out", tmp_path / "truth.json"
     r = run_tool(["--detail=full", "-o", str(out), script("gan_roots.py"), "--truth", str(truth_path)])
     assert r.returncode == 0, r.stderr
-    holders = json.loads(truth_path.read_text())["holders"]
+    truth = json.loads(truth_path.read_text())
+    holders = truth["holders"]
     layers = {layer["name"] for layer in load_profile(str(out))["layers"]}
     # THEN each root is named by its holder and its layers under it, as its
-    # own named_modules() names them; no class name is numbered
-    expected = {root for root in holders} | {f"{root}.{n}" for root, names in holders.items() for n in names}
+    # own named_modules() names them; no class name is numbered (a module
+    # without children, the loss, keeps its class's name)
+    expected = ({root for root in holders} | {f"{root}.{n}" for root, names in holders.items() for n in names}
+                | set(truth["modules_without_children"]))
     assert layers <= expected, sorted(layers - expected)
     assert {"netG", "netD", "netG.0", "netD.0"} <= layers, sorted(layers)

@@ -34,6 +34,7 @@ void detect_host_sync(const DiagnosisInput& in, std::vector<Finding>& out) {
   f.recommendation = "Remove synchronisation from the training loop: no .item(), .cpu(), print(tensor) or "
                      "torch.cuda.synchronize() per step (accumulate losses on the GPU, read them every N steps)";
   f.estimated_gain_pct = 100.0 * s;
+  f.gain_is_upper_bound = true;
   f.gain_arithmetic = "blocked time " + fmt_ms(g.sync_ns) + " of " + fmt_ms(g.span_ns) +
                       " (upper bound: the GPU work it waited for remains)";
   out.push_back(std::move(f));

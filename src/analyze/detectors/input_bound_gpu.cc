@@ -29,6 +29,7 @@ void detect_input_bound_gpu(const DiagnosisInput& in, std::vector<Finding>& out)
   // Workers overlap loading with the rest of the step: at best the step
   // loses the whole DataLoader time.
   f.estimated_gain_pct = 100.0 * share_data;
+  f.gain_is_upper_bound = true;
   f.gain_arithmetic = "step " + fmt_ms_of(step) + " - DataLoader " + fmt_ms_of(data) + " (overlapped by workers) = " +
                       fmt_ms_of(step - data) + " (upper bound)";
   out.push_back(std::move(f));

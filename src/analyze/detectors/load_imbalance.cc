@@ -59,6 +59,7 @@ void detect_load_imbalance(const DiagnosisInput& in, std::vector<Finding>& out) 
   f.recommendation = "even out the work per rank and step: the same batch size everywhere (drop_last=True), "
                      "sequences bucketed by length, a DistributedSampler over a shuffled dataset";
   f.estimated_gain_pct = 100.0 * wait / step;
+  f.gain_is_upper_bound = true;
   f.gain_arithmetic = "the mean wait, " + fmt_ms(static_cast<int64_t>(wait)) + " of the step (upper bound: equal work)";
   out.push_back(std::move(f));
 }

@@ -59,6 +59,7 @@ void detect_periodic_stall(const DiagnosisInput& in, std::vector<Finding>& out) 
       f.gain_arithmetic = "see input_bound: its estimate accounts for the workers";
     } else {
       f.estimated_gain_pct = 100.0 * g.share;
+      f.gain_is_upper_bound = true;
       f.gain_arithmetic = "the slow steps' extra " + fmt_ms(g.excess_ns) + " / the steps' " + fmt_ms(g.over_ns) +
                           " (upper bound: the stall hidden or made rare)";
     }

@@ -8,7 +8,8 @@ discriminator is a local, `netD`, of the function that calls it.
 
 --truth PATH writes {"holders": {"netG": [...], "netD": [...]}}: for each
 root, the names its named_modules() gives its submodules, which a layer
-under that root is named after ("netG.0").
+under that root is named after ("netG.0"); and "modules_without_children":
+the classes of the other modules it calls (the loss), named by their class.
 """
 import argparse
 import json
@@ -57,7 +58,7 @@ def main():
     if a.truth:
         holders = {name: [n for n, _ in model.named_modules() if n] for name, model in (("netG", netG), ("netD", netD))}
         with open(a.truth, "w") as f:
-            json.dump({"holders": holders}, f)
+            json.dump({"holders": holders, "modules_without_children": [type(loss_fn).__name__]}, f)
 
 
 if __name__ == "__main__":
