@@ -159,6 +159,33 @@ class LoopClock:
         return data
 
 
+def plain_loop(clock, loader, model, loss_fn, opt, steps):
+    """The plain supervised loop, timed by CLOCK: the next batch, forward and
+    loss, backward, optimizer.step() (the row ends there), zero_grad()."""
+    it = iter(loader)
+    clock.start()
+    for _ in range(steps):
+        x, y = clock.next(it)
+        with clock.timed("forward"):
+            loss = loss_fn(model(x), y)
+        with clock.timed("backward"):
+            loss.backward()
+        with clock.timed("optimizer"):
+            opt.step()
+        clock.boundary()
+        with clock.timed("optimizer"):
+            opt.zero_grad()
+    clock.stop()
+
+
+def print_shares(gt, script_start):
+    """The script's closing line: its steps and phase shares after the first step."""
+    sh = gt["shares_after_first_step"]
+    print(f"{gt['shape']}: {gt['steps']} steps; after the first step: "
+          + ", ".join(f"{k} {100 * sh[k]:.1f} %" for k in ("data_wait", "forward", "backward", "optimizer"))
+          + f"; script {time.perf_counter() - script_start:.2f} s", flush=True)
+
+
 def mlp(width, layers):
     """`layers` equal nn.Linear(width, width) with ReLU between: no layer can
     dominate the model's time (heavy_layer needs one leaf >= 40 %)."""

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from looptruth import LoopClock, mlp
+from looptruth import LoopClock, mlp, plain_loop, print_shares
 
 OPS_PER_SAMPLE = 4  # to(float32), sub, mul, to(float32) of the target
 
@@ -55,25 +55,9 @@ def main():
     loss_fn = nn.MSELoss()
 
     clock = LoopClock("matmul_collate", "large matmuls; per-sample to() in collate_fn")
-    it = iter(loader)
-    clock.start()
-    for step in range(a.steps):
-        x, y = clock.next(it)
-        with clock.timed("forward"):
-            loss = loss_fn(model(x), y)
-        with clock.timed("backward"):
-            loss.backward()
-        with clock.timed("optimizer"):
-            opt.step()
-        clock.boundary()
-        with clock.timed("optimizer"):
-            opt.zero_grad()
-    clock.stop()
+    plain_loop(clock, loader, model, loss_fn, opt, a.steps)
     gt = clock.write(a.truth, {"collate_ops_per_batch": OPS_PER_SAMPLE * a.batch + 2})
-    sh = gt["shares_after_first_step"]
-    print(f"matmul_collate: {gt['steps']} steps; after the first step: "
-          + ", ".join(f"{k} {100 * sh[k]:.1f} %" for k in ("data_wait", "forward", "backward", "optimizer"))
-          + f"; script {time.perf_counter() - _T0:.2f} s", flush=True)
+    print_shares(gt, _T0)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from looptruth import LoopClock
+from looptruth import LoopClock, plain_loop, print_shares
 
 
 class PairScores(nn.Module):
@@ -57,25 +57,9 @@ def main():
     loss_fn = nn.MSELoss()
 
     clock = LoopClock("nested_bmm", "few operators a step, each bmm calling one select per matrix")
-    it = iter(loader)
-    clock.start()
-    for step in range(a.steps):
-        x, y = clock.next(it)
-        with clock.timed("forward"):
-            loss = loss_fn(model(x), y)
-        with clock.timed("backward"):
-            loss.backward()
-        with clock.timed("optimizer"):
-            opt.step()
-        clock.boundary()
-        with clock.timed("optimizer"):
-            opt.zero_grad()
-    clock.stop()
+    plain_loop(clock, loader, model, loss_fn, opt, a.steps)
     gt = clock.write(a.truth, {"matrices_per_bmm": a.batch})
-    sh = gt["shares_after_first_step"]
-    print(f"nested_bmm: {gt['steps']} steps; after the first step: "
-          + ", ".join(f"{k} {100 * sh[k]:.1f} %" for k in ("data_wait", "forward", "backward", "optimizer"))
-          + f"; script {time.perf_counter() - _T0:.2f} s", flush=True)
+    print_shares(gt, _T0)
 
 
 if __name__ == "__main__":
