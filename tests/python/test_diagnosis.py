@@ -73,15 +73,15 @@ def test_heavy_linear_is_the_top_layer(tmp_path):
     assert profile["steps"]["count"] == truth["steps"]
     leaves = [l for l in profile["layers"] if l["leaf"]]
     top = max(leaves, key=lambda l: l["forward_ms"] + l["backward_ms"])
-    assert top["name"] == truth["layer"]["name"]
-    assert top["params"] == truth["layer"]["params"]
     found = ids(profile)
     assert "input_bound" not in found
-    # heavy_layer and its verdict where the run had its cores: beside other
-    # work the waits for a CPU land on every layer, and fc's share of the
-    # model came under the 40 % line once (Debian 13's two intra-op threads
-    # beside busy loops); if it fires there, it names fc.
+    # fc on top, heavy_layer and its verdict where the run had its cores:
+    # beside other work the waits for a CPU land on every layer, and fc's
+    # share of the model came under the 40 % line once, conv2 over fc once
+    # (Debian 13's two intra-op threads beside busy loops, the loop waiting
+    # 49 %); if heavy_layer fires there, it names fc.
     if not contended(profile):
+        assert (top["name"], top["params"]) == (truth["layer"]["name"], truth["layer"]["params"])
         assert "heavy_layer" in found
         assert profile["verdict"].startswith("Layer " + truth["layer"]["name"])
     if "heavy_layer" in found:
