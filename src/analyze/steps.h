@@ -62,8 +62,6 @@ struct Step {
   SlowKind slow = SlowKind::kNone;  // steady and detail_excluded steps only (slow_steps.h)
   uint64_t ops = 0;         // operator events on the main thread in the step, outside evaluation
   int64_t op_self_ns = 0;   // their self time
-  uint64_t top_ops = 0;     // of them, those not inside another operator (TopLevelOps)
-  int64_t top_op_ns = 0;    // their time, nested operators included
   int micro_batches = 0;    // backward passes in the step outside optimizer.step (accumulation, several losses)
   // The launcher's own work in the step's "other" time (the graph watch's
   // looks at steps 2, 4, 8, ...). It stays in "other", and out of the split

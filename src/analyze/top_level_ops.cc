@@ -21,15 +21,14 @@ std::string call_name(const std::string& op) {
 
 }  // namespace
 
-TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, const std::vector<TopLevelOp>& ops) {
+TopLevelOps summarize_top_level_ops(const Run& run, const std::vector<Step>& steps, const std::vector<TopLevelOp>& ops) {
   TopLevelOps t;
   std::map<uint32_t, uint64_t> calls;
   for (const TopLevelOp& op : ops) {
-    Step& s = steps[op.step];
-    ++s.top_ops;
-    s.top_op_ns += op.ns;
-    if (!counted(s)) continue;
+    if (!counted(steps[op.step])) continue;
     ++calls[op.name_id];
+    t.per_step += 1;
+    t.ns_per_step += static_cast<double>(op.ns);
     if (op.ns <= kSmallCallNs) {
       t.small_per_step += 1;
       t.small_ns_per_step += static_cast<double>(op.ns);
@@ -39,8 +38,6 @@ TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, co
   for (const Step& s : steps)
     if (counted(s)) {
       ++detailed;
-      t.per_step += static_cast<double>(s.top_ops);
-      t.ns_per_step += static_cast<double>(s.top_op_ns);
       t.compute_ns_per_step += static_cast<double>(s.breakdown.compute());
     }
   if (detailed == 0 || calls.empty()) return TopLevelOps{};

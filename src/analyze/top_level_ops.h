@@ -27,7 +27,7 @@ struct TopLevelOp {
 };
 
 // OPS in start order; STEPS with their steady, detail_excluded and
-// breakdown set. Adds each step's top_ops and top_op_ns.
-TopLevelOps summarize_top_level_ops(const Run& run, std::vector<Step>& steps, const std::vector<TopLevelOp>& ops);
+// breakdown set.
+TopLevelOps summarize_top_level_ops(const Run& run, const std::vector<Step>& steps, const std::vector<TopLevelOp>& ops);
 
 }  // namespace torchneck
