@@ -193,7 +193,7 @@ void set_confidence(Diagnosis& d, const StepAnalysis& steps) {
   // On a busy machine the shares themselves move with the neighbours' load.
   if (d.load.busy() && used > 0 && static_cast<size_t>(used) < sizeof basis) {
     std::snprintf(basis + used, sizeof basis - static_cast<size_t>(used),
-                  "; one level lower: the loop waited for a CPU %.0f %% of the run", 100 * d.load.cpu_wait_share);
+                  "; one level lower: the loop waited for a CPU %.0f %% of its time", 100 * d.load.cpu_wait_share);
     level = std::max(0, level - 1);
   }
   static const char* const kLevels[] = {"low", "medium", "high"};
@@ -240,8 +240,8 @@ void finish_diagnosis(Diagnosis& d, const StepAnalysis& steps) {
   } else {
     d.verdict = main->title + ".";
     if (main->estimated_gain_pct) {
-      // Whole percents: the estimate is "about", and rests on assumptions
-      // its gain_arithmetic names.
+      // Whole percents: the estimate is "about" what the fix is computed to
+      // achieve, or "up to" (gain_is_upper_bound), as its gain_arithmetic says.
       char buf[64];
       std::snprintf(buf, sizeof buf,
                     main->gain_is_upper_bound ? " Fixing it could cut step time by up to %.0f %%."

@@ -146,7 +146,7 @@ void scoped_table(std::string& out, const Run& run, const std::vector<size_t>& r
 // The machine's load beside the verdict, where the run measured it.
 void machine_line(std::string& out, const MachineLoad& load) {
   if (load.cpu_wait_share < 0) return;
-  appendf(out, "Machine: the loop waited for a CPU %.1f %% of the run", 100 * load.cpu_wait_share);
+  appendf(out, "Machine: the loop waited for a CPU %.1f %% of its time (first to last step)", 100 * load.cpu_wait_share);
   if (load.other_cores >= 0)
     appendf(out, "; other work used %.1f of the %lld cores", load.other_cores, static_cast<long long>(load.cores));
   if (load.steal_share >= 0.01) appendf(out, "; steal %.1f %%", 100 * load.steal_share);
