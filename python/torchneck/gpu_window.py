@@ -3,7 +3,7 @@ profiler (Kineto, CPU and CUDA activities) over a few steady optimizer
 steps, chosen while the script runs, with no change to the script. The
 trace goes to DIR/gpu/kineto.trace.json; at the end the native side reads
 it with the same ingest and GPU analyses as `torchneck analyze`
-(src/bindings/gpu_window.cc), on the run's clock.
+(src/pipeline/gpu_window.cc), on the run's clock.
 
 Which steps: the window opens at the end of an optimizer step once the
 last WINDOW_SETTLED_STEPS steps took within WINDOW_SETTLED_SPREAD of their

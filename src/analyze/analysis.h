@@ -4,6 +4,7 @@
 #include "analyze/compiled.h"
 #include "analyze/diagnosis.h"
 #include "analyze/experiments.h"
+#include "analyze/flame.h"
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "analyze/nvml.h"
@@ -32,6 +33,9 @@ struct Analysis {
   // A distributed job's ranks side by side (analyze/ranks.h): empty for one
   // process. The rest of the analysis is then the lowest rank's.
   RankAnalysis ranks;
+  // The flame graph of the Python stacks and the operators under them
+  // (stacks.folded, profile.speedscope.json, report.html's).
+  FlameNode flame;
 };
 
 // A live run: `gpu`, when a GPU trace was recorded with it (a Kineto window
@@ -57,6 +61,7 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   a.nvml = analyze_nvml(run, a.steps);
   a.experiments = analyze_experiments(run);
   apply_experiments(a.diagnosis, a.experiments, a.steps);
+  a.flame = build_flame(run);
   return a;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/bootstrap.h"
+#include "core/bootstrap.h"
 #include "analyze/diagnosis.h"
 #include "model/run.h"
 

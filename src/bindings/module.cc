@@ -25,7 +25,6 @@
 #include "collect/torch/op_observer.h"
 #include "bindings/facts.h"
 #include "core/timing.h"
-#include "bindings/gpu_window.h"
 #include "bindings/output_dir_binding.h"
 #include "bindings/report_for_python.h"
 #include "bindings/spiller.h"
@@ -33,25 +32,29 @@
 #include "core/interner.h"
 #include "core/threads.h"
 #include "core/timeline_window.h"
-#include "analyze/ranks.h"
-#include "analyze/steps.h"
-#include "model/processes.h"
-#include "model/rank_folders.h"
 #include "model/run.h"
-#include "model/run_set.h"
 #include "model/run_io.h"
-#include "report/output_files.h"
+#include "pipeline/pipeline.h"
 
 namespace py = pybind11;
 
 namespace torchneck {
 namespace {
 
+PipelineOptions pipeline_options(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
+  PipelineOptions o;
+  o.dir = dir;
+  o.cwd = cwd;
+  o.top = top;
+  o.trace_steps = trace_steps;
+  return o;
+}
+
 struct SessionOptions {
   CollectorOptions collect;
   int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
   int64_t trace_steps = kDefaultTraceSteps;  // trace.json's window (report/trace_json.h)
-  size_t top = 15;  // rows per table in the report
+  size_t top = kDefaultTop;  // rows per table in the report
 };
 
 // Drives the collectors (collect/collector.h for the order it keeps): start
@@ -150,43 +153,25 @@ class Session {
     timing_phase("finish");
     Run run = collect(facts);
     timing_phase("collect", 2);
-    const int64_t pid = run.processes.empty() ? 0 : run.processes.front().pid;
     std::string text, error;
     {
       py::gil_scoped_release nogil;
-      if (!out_dir.empty()) {
-        const std::vector<Run> workers = load_worker_runs(out_dir, run.notes);
-        if (!workers.empty()) {
-          ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-          main.role = ProcessRole::kMain;
-          merge_workers(run, main, workers);
-        } else {
-          run.processes.clear();
-        }
-      }
+      Source source = live_source(std::move(run), out_dir);
       // The whole run, for `torchneck report DIR` (and in place of the last
-      // periodic spill, which it supersedes).
+      // periodic spill, which it supersedes), before it is analysed.
       if (!out_dir.empty()) {
         try {
-          save_run(run, out_dir + "/profile.spill");
+          save_run(source.set.primary(), out_dir + "/profile.spill");
         } catch (const std::runtime_error& e) {
           error = e.what();
         }
         timing_phase("profile.spill", 2);
       }
-      OutputOptions out;
-      out.dir = out_dir;
-      out.cwd = cwd;
-      out.summary.top_python = out.summary.top_ops = o_.top;
-      out.trace.steps = o_.trace_steps;
-      out.trace.pid = pid;
       std::string write_error;
-      const Analysis analysis = analyze_with_gpu_window(run, out.summary);
-      timing_phase("analysis", 2);
-      text = write_analysed(run, analysis, out, &write_error);
+      text = report(source, pipeline_options(out_dir, cwd, o_.top, o_.trace_steps), &write_error);
       if (error.empty()) error = write_error;
+      release_source(std::move(source));
     }
-    release_run(std::move(run));
     if (error.empty()) return py::make_tuple(shown_text(text), py::none());
     return py::make_tuple(shown_text(text), shown_text(error));
   }
@@ -201,8 +186,8 @@ class Session {
   // once: the script has ended, so the heap it shares is not reshaped under
   // its feet (during the run a trim would make its next tensors fault their
   // pages in afresh).
-  static void release_run(Run run) {
-    { Run gone = std::move(run); }
+  static void release_source(Source source) {
+    { Source gone = std::move(source); }
     malloc_trim(0);
     timing_phase("heap given back", 2);
   }
@@ -315,83 +300,20 @@ class Session {
 // `torchneck report DIR` (and run --try's second report): the report again
 // from DIR/profile.spill; `experiments`, when given, join the run first and
 // the spill is saved with them.
-// The DataLoader workers' profiles into RUN, when its spill has not merged
-// them yet (a periodic or crash-time one).
-void merge_workers_if_needed(Run& run, const std::string& dir) {
-  const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
-                                  [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
-  if (merged) return;
-  const std::vector<Run> workers = load_worker_runs(dir, run.notes);
-  if (!workers.empty()) {
-    ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-    main.role = ProcessRole::kMain;
-    merge_workers(run, main, workers);
-  } else {
-    run.processes.clear();  // as finish() leaves a run without workers
-  }
-}
-
-// A run's folder read back: DIR/profile.spill, with its DataLoader
-// workers' profiles merged when the spill has not (a periodic or crash-time
-// one: the workers that exited wrote theirs next to it).
-Run load_dir_run(const std::string& dir, std::vector<std::string>& /*notes: the run's own*/) {
-  Run run = load_run(dir + "/profile.spill");
-  merge_workers_if_needed(run, dir);
-  return run;
-}
-
 std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps,
                           const std::vector<Experiment>* experiments) {
-  Run run = load_run(dir + "/profile.spill");
-  if (experiments != nullptr) {
-    run.experiments = *experiments;
-    save_run(run, dir + "/profile.spill");
-  }
-  merge_workers_if_needed(run, dir);
-  OutputOptions out;
-  out.dir = dir;
-  out.cwd = cwd;
-  out.summary.top_python = out.summary.top_ops = top;
-  out.trace.steps = trace_steps;
-  // The GPU window's trace, when it is still where the run left it.
-  return write_analysed(run, analyze_with_gpu_window(run, out.summary), out);
+  Source source = spill_source(dir, experiments);
+  return report(source, pipeline_options(dir, cwd, top, trace_steps));
 }
 
 // A distributed job's folder (model/rank_folders.h): every rank's profile
-// read back, the ranks compared (analyze/ranks.h), and the merged report
-// written to BASE: the lowest rank's tables, the ranks' section and
-// findings. STRICT: see load_rank_folders.
+// read back, the ranks compared, and the merged report written to BASE: the
+// lowest rank's tables, the ranks' section and findings. STRICT: see
+// load_rank_folders.
 std::string report_of_ranks(const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps,
                             bool strict) {
-  RankFolders folders = load_rank_folders(base, strict, &load_dir_run);
-  RunSet set = merge_ranks(std::move(folders.runs));
-  std::vector<StepAnalysis> steps;
-  for (const Run& r : set.runs) steps.push_back(analyze_steps(r));
-  std::vector<const Run*> runs;
-  std::vector<const StepAnalysis*> step_ptrs;
-  for (size_t i = 0; i < set.runs.size(); ++i) {
-    runs.push_back(&set.runs[i]);
-    step_ptrs.push_back(&steps[i]);
-  }
-  RankAnalysis ranks = analyze_ranks(runs, step_ptrs);
-  Run& primary = set.primary();
-  primary.notes.insert(primary.notes.end(), folders.notes.begin(), folders.notes.end());
-  primary.notes.insert(primary.notes.end(), set.notes.begin(), set.notes.end());
-  OutputOptions out;
-  out.dir = base;
-  out.cwd = cwd;
-  out.summary.top_python = out.summary.top_ops = top;
-  out.trace.steps = trace_steps;
-  // trace.json: every rank, one process group each, on one time axis.
-  std::vector<Analysis> rank_steps(set.runs.size());
-  if (ranks.clock_offset_ns.size() == set.runs.size()) {
-    for (size_t i = 0; i < set.runs.size(); ++i) {
-      rank_steps[i].steps = steps[i];
-      out.rank_traces.push_back(RankTrace{&set.runs[i], &rank_steps[i], ranks.clock_offset_ns[i]});
-    }
-    out.rank_clock = ranks.clock;
-  }
-  return write_analysed(primary, analyze_with_gpu_window(primary, out.summary, std::move(ranks)), out);
+  Source source = rank_folders_source(base, strict);
+  return report(source, pipeline_options(base, cwd, top, trace_steps));
 }
 
 }  // namespace
@@ -432,7 +354,7 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
-           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = 15,
+           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = kDefaultTop,
            py::arg("memory_interval_ms") = 100, py::arg("gc") = true,
            py::arg("nvml_interval_ms") = 100, py::arg("detail") = "window")
       .def("start", &Session::start)
@@ -462,7 +384,7 @@ PYBIND11_MODULE(_torchneck, m) {
       [](const FsPath& dir, const FsPath& cwd, size_t top, int64_t trace_steps) {
         return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, nullptr); });
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps);
+      py::arg("dir"), py::arg("cwd"), py::arg("top") = kDefaultTop, py::arg("trace_steps") = kDefaultTraceSteps);
   // run --try: the experiments join the run's spill (so `torchneck report
   // DIR` keeps them) and the report is written again with them.
   m.def(
@@ -471,7 +393,7 @@ PYBIND11_MODULE(_torchneck, m) {
          int64_t trace_steps) {
         return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, &experiments); });
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = 15,
+      py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = kDefaultTop,
       py::arg("trace_steps") = kDefaultTraceSteps);
   // A distributed job's folder: the ranks' reports merged into BASE.
   m.def(
@@ -479,7 +401,7 @@ PYBIND11_MODULE(_torchneck, m) {
       [](const FsPath& base, const FsPath& cwd, size_t top, int64_t trace_steps, bool strict) {
         return report_for_python([&] { return report_of_ranks(base.bytes, cwd.bytes, top, trace_steps, strict); });
       },
-      py::arg("base"), py::arg("cwd"), py::arg("top") = 15, py::arg("trace_steps") = kDefaultTraceSteps,
+      py::arg("base"), py::arg("cwd"), py::arg("top") = kDefaultTop, py::arg("trace_steps") = kDefaultTraceSteps,
       py::arg("strict") = true);
   // The launcher's own user scopes: torchneck::backward
   // (python/torchneck/backward_scope.py), torchneck::graph_watch

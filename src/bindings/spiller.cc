@@ -20,9 +20,8 @@
 #include "core/interner.h"
 #include "core/threads.h"
 #include "core/timing.h"
-#include "model/processes.h"
 #include "model/run_io.h"
-#include "report/output_files.h"
+#include "pipeline/pipeline.h"
 
 namespace torchneck {
 namespace {
@@ -201,19 +200,13 @@ void report_crash(Spiller& s, int sig) {
   else
     run.notes.push_back("Python profile: up to the last periodic spill before the fatal signal");
   save_run(run, s.options.dir + "/profile.spill");
-  // Worker processes that already exited wrote their profiles: merge them.
-  const std::vector<Run> workers = load_worker_runs(s.options.dir, run.notes);
-  if (!workers.empty()) {
-    ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
-    merge_workers(run, main, workers);
-  } else {
-    run.processes.clear();
-  }
-  OutputOptions out;
+  // Worker processes that already exited wrote their profiles: merged in.
+  Source source = live_source(std::move(run), s.options.dir);
+  PipelineOptions out;
   out.dir = s.options.dir;
   out.cwd = s.options.cwd;
-  out.summary.top_python = out.summary.top_ops = s.options.top;
-  const std::string text = write_outputs(run, out);
+  out.top = s.options.top;
+  const std::string text = report(source, out);
   write_all(2, std::string("\ntorchneck: the script died by ") + signal_name(sig) +
                    "; the report below is from what was collected until then\n" + text);
 }

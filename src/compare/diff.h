@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/bootstrap.h"
+#include "core/bootstrap.h"
 #include "compare/profile_view.h"
 
 namespace torchneck::compare {

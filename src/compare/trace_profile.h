@@ -1,6 +1,6 @@
 // A Kineto trace (or a folder of rank traces) as `torchneck analyze` would
 // report it, in memory: its profile.json text, for `torchneck diff` to read
-// like any run's (profile_view.h). Sequential: no second thread, no files.
+// like any run's (profile_view.h); no file is written.
 #pragma once
 
 #include <string>

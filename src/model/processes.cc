@@ -99,6 +99,16 @@ std::vector<Run> load_worker_runs(const std::string& dir, std::vector<std::strin
   return runs;
 }
 
+void merge_worker_profiles(Run& run, const std::string& dir) {
+  const bool merged = std::any_of(run.processes.begin(), run.processes.end(),
+                                  [](const ProcessInfo& p) { return p.role != ProcessRole::kMain; });
+  if (merged) return;
+  const std::vector<Run> workers = load_worker_runs(dir, run.notes);
+  ProcessInfo main = run.processes.empty() ? ProcessInfo{} : run.processes.front();
+  main.role = ProcessRole::kMain;
+  merge_workers(run, main, workers);
+}
+
 void merge_workers(Run& main, const ProcessInfo& main_process, const std::vector<Run>& workers) {
   main.processes.clear();
   main.worker_python.clear();

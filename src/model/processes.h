@@ -20,6 +20,12 @@ std::vector<Run> load_worker_runs(const std::string& dir, std::vector<std::strin
 // itself in its processes[0].
 void merge_workers(Run& main, const ProcessInfo& main_process, const std::vector<Run>& workers);
 
+// DIR/workers' profiles merged into RUN, when they are not yet (a run's end
+// merges them; a periodic or crash-time spill has not): RUN's first process
+// is the main one. Without workers, RUN's process list is emptied, as a run
+// without workers has none.
+void merge_worker_profiles(Run& run, const std::string& dir);
+
 // The most DataLoader workers alive at one instant, by their lifetimes
 // (start_ns, wall_s): a training loader's workers and an evaluation loader's
 // made after them never compete for the cores. A worker whose start is

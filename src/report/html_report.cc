@@ -90,11 +90,7 @@ std::string html_report(const std::string& profile_json, const std::string& flam
 }
 
 std::string html_report_for_run(const Run& run, const Analysis& analysis, size_t max_bytes) {
-  return html_report_for_run(run, analysis, build_flame(run), max_bytes);
-}
-
-std::string html_report_for_run(const Run& run, const Analysis& analysis, const FlameNode& flame,
-                                size_t max_bytes) {
+  const FlameNode& flame = analysis.flame;
   ProfileJsonLimits limits;
   limits.per_step = 1000;
   limits.python = 300;

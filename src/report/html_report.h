@@ -24,9 +24,6 @@ std::string html_report(const std::string& profile_json, const std::string& flam
 // rows and flame nodes, halved until the page fits.
 inline constexpr size_t kHtmlReportMaxBytes = 3u << 20;
 std::string html_report_for_run(const Run& run, const Analysis& analysis, size_t max_bytes = kHtmlReportMaxBytes);
-// The same with the run's flame tree (build_flame(run)) already built.
-std::string html_report_for_run(const Run& run, const Analysis& analysis, const FlameNode& flame,
-                                size_t max_bytes = kHtmlReportMaxBytes);
 
 // Exposed for tests. JSON text made safe inside an HTML <script> element:
 // '<', '>', '&' and U+2028/U+2029 become \uXXXX escapes (only valid because

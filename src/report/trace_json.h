@@ -70,12 +70,13 @@ struct RankTrace {
 void ranks_trace_json(const std::vector<RankTrace>& ranks, const std::string& clock, const TraceJsonOptions& options,
                       const std::function<void(std::string_view)>& sink);
 
-// Of `analysis` only `steps` is read (write_trace_json relies on it). A run
+// Of `analysis` only `steps` is read (the pipeline writes trace.json while a
+// trace's GPU reports are still being made). A run
 // with activities (Run::activities, from a Kineto trace) gets their GPU
 // tracks and CUDA runtime calls, and its threads their trace's processes.
 std::string trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options);
 // The same, handed to `sink` in pieces of about 256 KB as it is written, so a
-// large trace is never whole in memory (output_files streams it to disk).
+// large trace is never whole in memory.
 void trace_json(const Run& run, const Analysis& analysis, const TraceJsonOptions& options,
                 const std::function<void(std::string_view)>& sink);
 

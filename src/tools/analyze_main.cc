@@ -15,7 +15,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <future>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -23,14 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/analysis.h"
 #include "core/timing.h"
-#include "ingest/kineto_json.h"
-#include "ingest/kineto_to_run.h"
-#include "model/run_set.h"
+#include "pipeline/pipeline.h"
 #include "report/output_dir.h"
 #include "report/printable.h"
-#include "report/output_files.h"
 #include "tools/one_line_error.h"
 
 namespace {
@@ -67,7 +62,7 @@ struct Usage : std::runtime_error {
 
 struct Args {
   std::string path, out;
-  size_t top = 15;
+  size_t top = kDefaultTop;
   int64_t trace_steps = kDefaultTraceSteps;
   kineto::ReadLimits limits;
 };
@@ -189,123 +184,61 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-void phase(const char* what) { timing_phase(what); }
+// A bar on stderr while the traces are read, when that is a terminal and
+// has taken a second.
+class ReadProgress {
+ public:
+  void operator()(size_t index, size_t count, size_t done, size_t total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (!tty_ || s < 1.0 || total == 0) return;
+    drawn_ = true;
+    const int width = 30;
+    const int filled = static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total));
+    std::fprintf(stderr, "\rtorchneck: reading %zu/%zu [%-*s] %3.0f %%", index + 1, count, width,
+                 std::string(static_cast<size_t>(filled), '#').c_str(), 100.0 * done / total);
+  }
+  ~ReadProgress() {
+    if (drawn_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  const bool tty_ = ::isatty(2) != 0;
+  bool drawn_ = false;
+};
 
 int run(int argc, char** argv) {
-  phase("start");
-  // TORCHNECK_INGEST_THREADS=2: scan and parse a large trace (1 MiB, 8192
-  // events) on two threads. Off by default: on the shared 2-core VM it was
-  // measured on, the extra page faults cost more than it gained
-  // (docs/analyze.md); on a machine with idle cores it may pay.
-  if (const char* v = std::getenv("TORCHNECK_INGEST_THREADS"); v != nullptr && std::strcmp(v, "2") == 0) {
-    kineto::detail::set_parallel_min_events(8192);
-    kineto::detail::set_parallel_min_bytes(size_t{1} << 20);
-  }
+  timing_phase("start");
+  // TORCHNECK_INGEST_THREADS=2: scan and parse a large trace on two
+  // threads. Off by default: on a shared 2-core VM the extra page faults
+  // cost more than it gained (docs/analyze.md).
+  const char* threads = std::getenv("TORCHNECK_INGEST_THREADS");
   const Args a = parse(argc, argv);
-  const std::vector<std::string> files = kineto::trace_files(a.path);
+  PipelineOptions options;
+  options.ingest_two_threads = threads != nullptr && std::strcmp(threads, "2") == 0;
+  options.top = a.top;
+  options.trace_steps = a.trace_steps;
+  options.read_limits = a.limits;
+  kineto_trace_files(a.path);  // none: refused before a folder is made
   const PreparedDir prepared = prepare_output_dir(a.out, a.path);  // report/output_dir.h, as `run`'s
-  const std::string& dir = prepared.shown;
-
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool tty = ::isatty(2) != 0;
-  bool bar = false;
-  std::vector<Run> ranks;
-  for (size_t i = 0; i < files.size(); ++i) {
-    auto progress = [&](size_t done, size_t total) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!tty || s < 1.0 || total == 0) return;
-      bar = true;
-      const int width = 30;
-      const int filled = static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total));
-      std::fprintf(stderr, "\rtorchneck: reading %zu/%zu [%-*s] %3.0f %%", i + 1, files.size(), width,
-                   std::string(static_cast<size_t>(filled), '#').c_str(), 100.0 * done / total);
-    };
+  options.dir = prepared.shown;
+  std::error_code ec;
+  options.cwd = std::filesystem::current_path(ec).string();
+  Source source;
+  {
+    ReadProgress progress;
+    options.on_read_progress = std::ref(progress);
     try {
-      // Activities and rank only: the CPU side of the first rank is filled
-      // below, while the GPU analyses run.
-      ranks.push_back(run_of_trace(kineto::load_trace(files[i], progress, a.limits)));
+      source = traces_source(a.path, options);
     } catch (...) {
       remove_created(prepared.created);
       throw;
     }
   }
-  if (bar) std::fputs("\r\033[K", stderr);
-  phase("read and parse");
-  RunSet set = merge_ranks(std::move(ranks));
-
-  // The GPU analyses (every rank's) on a second core, while this one does
-  // the CPU side and writes trace.json, which needs none of them (a third
-  // of the time of a large trace each).
-  // They read only each run's activities and rank (kineto_to_run.h).
-  auto gpu_reports = std::async(std::launch::async, [&set] {
-    std::vector<gpu::GpuReport> reports;
-    for (const Run& r : set.runs) reports.push_back(gpu::gpu_report(r));
-    return reports;
-  });
-  // The CPU side of the first rank is the run's; every rank gets its GPU report.
-  Run& run = set.primary();
-  add_cpu_side(run);
-  phase("CPU side as a run");
-  if (set.runs.size() > 1) {
-    run.run.script = a.path;
-    run.notes.push_back("several ranks: the operator tables and steps are rank " +
-                        std::to_string(run.rank.rank) + "'s; the ranks are compared under \"Ranks\", and the GPU section is given for every rank under \"ranks\"");
-  }
-  run.notes.insert(run.notes.end(), set.notes.begin(), set.notes.end());
-  // Several ranks: each one's CPU side, steps and collectives, compared
-  // as a live job's ranks are (analyze/ranks.h).
-  RankAnalysis rank_analysis;
-  std::vector<Analysis> rank_steps(set.runs.size());  // trace.json of every rank: their steps
-  if (set.runs.size() > 1) {
-    std::vector<StepAnalysis> steps(set.runs.size());
-    std::vector<const Run*> runs;
-    std::vector<const StepAnalysis*> step_ptrs;
-    for (size_t i = 0; i < set.runs.size(); ++i) {
-      if (i > 0) add_cpu_side(set.runs[i]);
-      add_collectives(set.runs[i]);
-      steps[i] = analyze_steps(set.runs[i]);
-      runs.push_back(&set.runs[i]);
-      step_ptrs.push_back(&steps[i]);
-    }
-    rank_analysis = analyze_ranks(runs, step_ptrs);
-    phase("ranks compared");
-    for (size_t i = 0; i < set.runs.size(); ++i) rank_steps[i].steps = std::move(steps[i]);
-  }
-  SummaryOptions so;
-  so.top_python = so.top_ops = a.top;
-  const std::vector<int64_t> rank_analysis_offsets = rank_analysis.clock_offset_ns;
-  const std::string rank_clock = rank_analysis.clock;
-  Analysis analysis = analyze(run, so, {}, nullptr, std::move(rank_analysis));
-  phase("run analysis");
-
-  OutputOptions out;
-  out.dir = dir;
-  std::error_code ec;
-  out.cwd = std::filesystem::current_path(ec).string();
-  out.summary = so;
-  out.trace.steps = a.trace_steps;
-  if (rank_analysis_offsets.size() == set.runs.size()) {
-    for (size_t i = 0; i < set.runs.size(); ++i)
-      out.rank_traces.push_back(RankTrace{&set.runs[i], &rank_steps[i], rank_analysis_offsets[i]});
-    out.rank_clock = rank_clock;
-  }
-  // The other files wait for the GPU findings: written on a second thread
-  // once the GPU analyses are in, while this one writes trace.json; then
-  // report.txt, whose Files section names what both wrote. The two share
-  // `analysis` but not its members: trace.json reads only `steps`.
-  WrittenFiles rest_written;
-  auto rest = std::async(std::launch::async, [&]() -> std::string {
-    add_gpu_reports(analysis, gpu_reports.get());  // the first rank's GPU findings combined with the CPU side's
-    return write_report_files(run, analysis, out, rest_written);
-  });
-  WrittenFiles written;
-  written.attempt("trace.json", [&] { write_trace_json(run, analysis, out); });
-  phase("trace.json");
-  std::string text = rest.get();
-  written.add(rest_written);
+  timing_phase("read and parse");
   std::string error;
-  text = finish_report_txt(std::move(text), out, written, &error);
-  phase("other files (waited for)");
+  const std::string text = report(source, options, &error);
+  timing_phase("files written");
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!error.empty()) {

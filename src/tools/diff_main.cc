@@ -21,9 +21,7 @@
 #include "compare/profile_view.h"
 #include "compare/trace_profile.h"
 #include "core/files.h"
-#include "ingest/kineto_json.h"
-#include "ingest/read_limits.h"
-#include "ingest/trace_file.h"
+#include "pipeline/sources.h"
 #include "report/output_dir.h"
 #include "report/printable.h"
 #include "tools/one_line_error.h"
@@ -177,13 +175,13 @@ ProfileView load(const std::string& path) {
   if (!fs::exists(path, ec)) throw std::runtime_error("cannot read " + path + ": no such file or folder");
   if (fs::is_directory(path, ec)) {
     if (fs::is_regular_file(path + "/profile.json", ec))
-      return read_profile(read_file(path + "/profile.json", kineto::ReadLimits().max_text, true), path);
+      return read_profile(read_file(path + "/profile.json", PipelineOptions().read_limits.max_text, true), path);
     if (fs::is_regular_file(path + "/profile.spill", ec))
       throw std::runtime_error(path + ": its run left no profile.json (killed?); `torchneck report " + path +
                                "` rebuilds it from profile.spill");
     std::vector<std::string> traces;
     try {
-      traces = kineto::trace_files(path);
+      traces = kineto_trace_files(path);
     } catch (const std::exception&) {
       throw std::runtime_error(path + ": not a torchneck run or analyze folder, nor a folder of Kineto traces");
     }
@@ -191,7 +189,7 @@ ProfileView load(const std::string& path) {
   }
   const std::string head = read_file(path, kSniffBytes, false);
   if (head.compare(0, 1, "{") == 0 && head.find("\"torchneck.profile/") != std::string::npos)
-    return read_profile(read_file(path, kineto::ReadLimits().max_text, true), path);
+    return read_profile(read_file(path, PipelineOptions().read_limits.max_text, true), path);
   return read_profile(profile_json_of_traces(path), path);
 }
 

@@ -28,13 +28,19 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"collect", {"core", "model", "collect", "torchneck"}},
       {"analyze", {"core", "model", "analyze", "torchneck"}},
       {"report", {"core", "model", "analyze", "report", "torchneck"}},
+      // The front door: sources -> analysis -> files. Above it, the commands
+      // reach analysis and ingest only through it.
+      {"pipeline", {"core", "model", "ingest", "analyze", "report", "pipeline", "torchneck"}},
+      {"compare", {"core", "model", "report", "pipeline", "compare", "torchneck"}},
+      {"bindings", {"core", "model", "collect", "report", "pipeline", "bindings", "torchneck"}},
+      {"tools", {"core", "model", "report", "pipeline", "compare", "tools", "torchneck"}},
   };
   return m;
 }
 
 const std::set<std::string>& project_folders() {
-  static const std::set<std::string> s = {"core",    "model",  "ingest",   "collect", "analyze",
-                                          "report",  "bindings", "tools",  "torchneck"};
+  static const std::set<std::string> s = {"core",   "model",    "ingest", "collect", "analyze", "report",
+                                          "pipeline", "compare", "bindings", "tools",  "torchneck"};
   return s;
 }
 

@@ -1,4 +1,4 @@
-#include "analyze/bootstrap.h"
+#include "core/bootstrap.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "bindings/gpu_window.h"
+#include "pipeline/gpu_window.h"
 
 #include <exception>
 #include <string>

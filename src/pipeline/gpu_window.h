@@ -1,6 +1,7 @@
 // The GPU window's trace (model/run.h, GpuWindow; python/torchneck/
-// gpu_window.py records it) read back at the end of a live run, through the
-// same ingest and GPU analyses as `torchneck analyze`.
+// gpu_window.py records it) read back at the end of a live run, moved onto
+// the run's clock, through the same ingest and GPU analyses as `torchneck
+// analyze`.
 #pragma once
 
 #include "analyze/analysis.h"

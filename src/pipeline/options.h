@@ -1,0 +1,35 @@
+// What a command asks of the pipeline (pipeline/pipeline.h): every default
+// of the reports, once. The launcher's options and `torchneck analyze`'s
+// fill it; a field left alone is the default all commands share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "analyze/summary.h"
+#include "ingest/read_limits.h"
+#include "report/trace_json.h"
+
+namespace torchneck {
+
+struct PipelineOptions {
+  std::string dir;  // the output folder; empty: the terminal report only
+  std::string cwd;  // paths under it are shown relative to it
+  size_t top = kDefaultTop;  // rows in the Python and operator tables
+  int64_t trace_steps = kDefaultTraceSteps;  // steady steps in trace.json
+  kineto::ReadLimits read_limits;  // the largest Kineto trace read
+  bool ingest_two_threads = false;  // a large trace scanned and parsed on two threads
+  // Kineto traces: the progress of reading file INDEX of COUNT, DONE of
+  // TOTAL bytes (`torchneck analyze` draws a bar on a terminal).
+  std::function<void(size_t index, size_t count, size_t done, size_t total)> on_read_progress;
+
+  SummaryOptions summary() const {
+    SummaryOptions s;
+    s.top_python = s.top_ops = top;
+    return s;
+  }
+};
+
+}  // namespace torchneck
