@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/stats.h"
+
 namespace torchneck {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Up to `want` steady steps of one stretch of undetailed steps, the ones
 // nearest to a window: where they lie (their mean index) and their median.

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/stats.h"
+
 namespace torchneck {
 
 namespace {
@@ -13,14 +15,6 @@ namespace {
 constexpr int kOther = static_cast<int>(Phase::kOther);
 constexpr int kBackward = static_cast<int>(Phase::kBackward);
 constexpr int kEvaluation = static_cast<int>(Phase::kEvaluation);
-
-double median_of(std::vector<double>& v) {
-  const size_t h = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(h), v.end());
-  if (v.size() % 2 == 1) return v[h];
-  const double hi = v[h];
-  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(h)) + hi);
-}
 
 int64_t row_of(const JointPhases& j, int q) {
   int64_t row = 0;
@@ -50,7 +44,7 @@ double level_near(const std::vector<size_t>& order, size_t k, Time time, std::ve
     if (const int64_t x = time(order[m]); x > 0) buf.push_back(static_cast<double>(x));
   for (size_t m = k; m < order.size() && order[m] - order[k] <= kLevelRadius; ++m)
     if (const int64_t x = time(order[m]); x > 0) buf.push_back(static_cast<double>(x));
-  return buf.empty() ? 0.0 : median_of(buf);
+  return buf.empty() ? 0.0 : median(buf);
 }
 
 // A light step's evaluation is what its own light events show (DataLoader
@@ -92,7 +86,7 @@ LightSplit learn_light_split(const std::vector<JointPhases>& joint, const std::v
         if (rows[k] > 0 && !atypical(k))
           buf.push_back(static_cast<double>(joint[used[k]][static_cast<size_t>(q * kNumPhases + p)]) /
                         static_cast<double>(rows[k]));
-      s.typical[q][p] = buf.empty() ? 0.0 : median_of(buf);
+      s.typical[q][p] = buf.empty() ? 0.0 : median(buf);
       total += s.typical[q][p];
     }
     for (int p = 0; p < kNumPhases; ++p) s.typical[q][p] = total > 0 ? s.typical[q][p] / total : (p == q ? 1.0 : 0.0);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "analyze/gpu/hta.h"
+#include "core/stats.h"
 #include "model/collectives.h"
 #include "model/run_enums.h"
 
@@ -145,13 +146,6 @@ std::vector<size_t> steps_known_to_every_rank(const std::vector<const Run*>& run
 
 }  // namespace
 
-double median_value(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
   RankAnalysis a;
   const size_t n = runs.size();
@@ -238,7 +232,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
           const CollectiveEvent* y = names[r][name][i];
           if (x->end_ns > 0 && y->end_ns > 0) d.push_back(static_cast<double>(x->end_ns - y->end_ns));
         }
-      a.clock_offset_ns[r] = static_cast<int64_t>(median_value(d));
+      a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
     }
     const std::string where = hosts.count("") != 0 ? std::string("hosts not known (traces)")
                                                    : std::to_string(hosts.size()) + " hosts";
@@ -387,7 +381,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     if (in_waited.runqueue_known) s.waited_runqueue_ns = in_waited.runqueue / kw;
   }
   a.waited_steps = waited.size();
-  a.typical_wait_ns = median_value(step_wait);
+  a.typical_wait_ns = median(step_wait);
   return a;
 }
 

@@ -88,10 +88,6 @@ struct RankAnalysis {
   bool empty() const { return ranks.size() < 2; }
 };
 
-// The median of V (0 when empty): the ranks' typical value, which the
-// rank detectors compare one rank against.
-double median_value(std::vector<double> v);
-
 // RUNS and their STEPS (each rank's analyze_steps), by rank.
 RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps);
 

@@ -11,6 +11,7 @@
 #include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
 #include "analyze/top_level_ops.h"
+#include "core/stats.h"
 
 namespace torchneck {
 namespace {
@@ -22,13 +23,6 @@ namespace {
 // step slow from the start): it stays in the statistics and is explained
 // (slow_steps.h). Nothing else is left out.
 constexpr double kWarmupFactor = 1.5;
-
-int64_t median_of(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& passes,
                                const std::vector<Span>& forward, const std::vector<Span>& evaluation,
@@ -119,7 +113,7 @@ void mark_steady(StepAnalysis& a, const std::vector<Span>& compiling, const Span
       if (c.first < st.end_ns && c.second > st.start_ns) st.steady = false;
   std::vector<int64_t> rest;
   for (size_t i = 1; i < n; ++i) rest.push_back(a.steps[i].duration());
-  const auto m = static_cast<double>(median_of(rest));
+  const auto m = static_cast<double>(median(rest));
   a.steps[0].steady = false;
   const size_t warmup_window = std::min<size_t>(5, n / 4 + 1);
   for (size_t i = 1; i < warmup_window && static_cast<double>(a.steps[i].duration()) > kWarmupFactor * m; ++i)
@@ -448,7 +442,7 @@ void steady_statistics(StepAnalysis& a) {
     a.steady_ns += s.duration();
   }
   a.steady_count = steady.size();
-  a.median_ns = median_of(steady);
+  a.median_ns = median(steady);
   if (steady.empty()) return;
   const auto n = static_cast<double>(steady.size());
   a.step_ns = static_cast<int64_t>(static_cast<double>(a.steady_ns) / n);
@@ -463,8 +457,7 @@ void steady_statistics(StepAnalysis& a) {
   for (int64_t d : steady) sq += (static_cast<double>(d) - mean) * (static_cast<double>(d) - mean);
   a.step_cv = steady.size() > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean : 0;
   if (detailed == 0) return;
-  std::sort(micro.begin(), micro.end());
-  a.micro_batches_per_step = micro[micro.size() / 2];
+  a.micro_batches_per_step = middle_value(std::move(micro));
   a.ops_per_step = ops / static_cast<double>(detailed);
   a.op_self_ns_per_step = op_self / static_cast<double>(detailed);
 }

@@ -36,6 +36,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/stats.h"
+
 namespace torchneck {
 
 struct DetailPolicyOptions {
@@ -183,11 +185,6 @@ class DetailPolicy {
  private:
   int64_t first_measured() const { return windows_ == 0 ? o_.warmup_steps : 1; }
 
-  static int64_t median(std::vector<int64_t> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  }
-
   // The fixed schedule's boundary: the step times are kept as the adaptive
   // policy keeps them, and the cost measured from them (measured_cost), but
   // not followed.
@@ -218,8 +215,8 @@ class DetailPolicy {
     // or hide it (seen: growing_history's +20 % measured as within 2 %).
     if (static_cast<int64_t>(detailed_.size()) > o_.window_steps)
       detailed_.erase(detailed_.begin(), detailed_.end() - static_cast<std::ptrdiff_t>(o_.window_steps));
-    const double det = static_cast<double>(median(detailed_));
-    const double light = static_cast<double>(median(light_));
+    const double det = static_cast<double>(middle_value(detailed_));
+    const double light = static_cast<double>(middle_value(light_));
     cost_ = light > 0 ? std::max(0.0, det / light - 1.0) : 0.0;
     // A median of n steps whose relative noise is sigma errs by about
     // 1.25 sigma / sqrt(n); the cost is a ratio of two such medians.
@@ -237,9 +234,9 @@ class DetailPolicy {
     std::vector<int64_t> v, diffs;
     for (int64_t i = recent_next_ - n; i < recent_next_; ++i) v.push_back(recent_[i % kNoiseSteps]);
     for (size_t i = 1; i < v.size(); ++i) diffs.push_back(std::llabs(v[i] - v[i - 1]));
-    const double mid = static_cast<double>(median(v));
+    const double mid = static_cast<double>(middle_value(v));
     // |x - y| of two normal draws: median 0.954 sigma.
-    return mid > 0 ? static_cast<double>(median(diffs)) / 0.954 / mid : 0.0;
+    return mid > 0 ? static_cast<double>(middle_value(diffs)) / 0.954 / mid : 0.0;
   }
 
   void decide_period() {

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/stats.h"
 #include "report/appendf.h"
 #include "report/json_writer.h"
 #include "report/trace_json_internal.h"
@@ -278,10 +279,7 @@ void TraceBuilder::add_samples() {
     std::vector<int64_t> gaps;
     for (size_t i = 1; i < samples.size(); ++i) gaps.push_back(samples[i]->t_ns - samples[i - 1]->t_ns);
     int64_t usual = 5000000;  // 200 Hz
-    if (!gaps.empty()) {
-      std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-      if (gaps[gaps.size() / 2] > 0) usual = gaps[gaps.size() / 2];
-    }
+    if (middle_value(gaps) > 0) usual = middle_value(std::move(gaps));
     const int64_t pid = pid_of(thread);
     const int64_t tid = kPythonTidBase + thread;
     track_names.emplace(std::make_pair(pid, tid),

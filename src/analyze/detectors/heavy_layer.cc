@@ -3,6 +3,7 @@
 
 #include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
+#include "core/stats.h"
 
 namespace torchneck {
 namespace {
@@ -39,9 +40,7 @@ int64_t twins_median(const std::vector<LayerStats>& layers, const LayerStats& he
   for (const LayerStats& l : layers)
     if (&l != &heavy && l.leaf && l.depth > 0 && l.calls > 0 && l.type == heavy.type && l.params == heavy.params)
       twins.push_back(l.combined());
-  if (twins.empty()) return -1;
-  std::nth_element(twins.begin(), twins.begin() + static_cast<std::ptrdiff_t>(twins.size() / 2), twins.end());
-  return twins[twins.size() / 2];
+  return twins.empty() ? -1 : middle_value(std::move(twins));
 }
 
 std::string advice(const LayerStats& l) {

@@ -5,6 +5,7 @@
 
 #include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
+#include "core/stats.h"
 
 namespace torchneck {
 namespace {
@@ -64,8 +65,7 @@ Third third(std::vector<double> v) {
   t.mean /= static_cast<double>(t.n);
   for (double x : v) t.var += (x - t.mean) * (x - t.mean);
   t.var /= static_cast<double>(std::max<size_t>(1, t.n - 1));
-  std::sort(v.begin(), v.end());
-  t.median = v[v.size() / 2];
+  t.median = middle_value(std::move(v));
   return t;
 }
 

@@ -7,6 +7,7 @@
 
 #include "analyze/diagnosis.h"
 #include "analyze/ranks.h"
+#include "core/stats.h"
 
 namespace torchneck {
 namespace {
@@ -31,7 +32,7 @@ double median_without(const std::vector<RankSummary>& v, size_t skip, double (*g
   std::vector<double> x;
   for (size_t i = 0; i < v.size(); ++i)
     if (i != skip && v[i].steps > 0) x.push_back(get(v[i]));
-  return median_value(std::move(x));
+  return median(std::move(x));
 }
 
 // The other ranks' wait for a core per unit of their CPU time (medians,

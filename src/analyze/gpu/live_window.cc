@@ -1,6 +1,7 @@
 #include "analyze/gpu/live_window.h"
 
 #include "analyze/gpu/gpu_analysis.h"
+#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,11 +32,6 @@ std::vector<GpuLaunch> gpu_launches(const Run& live, const Activities& window) {
 }
 
 namespace {
-
-int64_t median(std::vector<int64_t>& v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 // The offset alone is kept where it leaves less than this: the usual case
 // (Kineto's and our operators' starts a few tens of ns apart), which the
@@ -132,10 +128,10 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
   Line flat;
   flat.origin = out.origin_ns;
   residuals(ops, 0, ops.size(), flat, r);
-  flat.c = static_cast<double>(median(r));
+  flat.c = static_cast<double>(middle_value(r));
   for (int64_t& d : r) d = std::llabs(d - static_cast<int64_t>(flat.c));
   out.correction_ns = static_cast<int64_t>(flat.c);
-  out.residual_ns = median(r);
+  out.residual_ns = middle_value(r);
   if (out.residual_ns <= kOffsetEnoughNs) return out;
   // A line, tracked bin by bin in time order.
   const size_t bin = std::max(kMinBinOps, (ops.size() + kAlignBins - 1) / kAlignBins);
@@ -148,7 +144,7 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
     if (r.empty()) continue;
     const int64_t t = ops[first + (last - first) / 2].ts_ns;
     const double x = static_cast<double>(t - line.origin);
-    pts.emplace_back(x, line.c + line.b * x + static_cast<double>(median(r)));
+    pts.emplace_back(x, line.c + line.b * x + static_cast<double>(middle_value(r)));
     fit(pts, line);
   }
   // Then refined on every match the line now pairs (twice: a refit may
@@ -159,7 +155,7 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
     if (r.empty()) break;
     std::vector<int64_t> dist(r.size());
     for (size_t i = 0; i < r.size(); ++i) dist[i] = std::llabs(r[i]);
-    const int64_t reach = std::max<int64_t>(kOffsetEnoughNs, 4 * median(dist));
+    const int64_t reach = std::max<int64_t>(kOffsetEnoughNs, 4 * middle_value(dist));
     pts.clear();
     for (const KinetoOp& op : ops) {
       const int64_t d = nearest(*op.live, line.at(op.ts_ns));
@@ -171,10 +167,10 @@ Alignment align_window(const Run& live, const Activities& window, size_t max_ops
   }
   residuals(ops, 0, ops.size(), line, r);
   if (r.empty() || std::fabs(line.b) > kMaxClockStretch) return out;
-  line.c += static_cast<double>(median(r));
+  line.c += static_cast<double>(middle_value(r));
   residuals(ops, 0, ops.size(), line, r);
   for (int64_t& d : r) d = std::llabs(d);
-  const int64_t left = median(r);
+  const int64_t left = middle_value(r);
   if (left >= out.residual_ns) return out;
   out.correction_ns = std::llround(line.c);
   out.stretch = line.b;
