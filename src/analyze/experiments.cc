@@ -52,7 +52,7 @@ std::vector<ExperimentResult> analyze_experiments(const Run& run) {
     r.try_steps = tried.size();
     r.baseline_ms = mean_of(base);
     r.try_ms = mean_of(tried);
-    r.measured = e.state == "measured" && base.size() >= kTryMinSteps && tried.size() >= kTryMinSteps && r.baseline_ms > 0;
+    r.measured = e.state == ExperimentState::kMeasured && base.size() >= kTryMinSteps && tried.size() >= kTryMinSteps && r.baseline_ms > 0;
     if (r.measured) {
       r.gain_pct = 100.0 * (1.0 - r.try_ms / r.baseline_ms);
       const Interval change = bootstrap_change_ci(base, tried, block_length_for(std::min(base.size(), tried.size())),

@@ -163,7 +163,7 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     if (run.run.main_thread_runqueue_s >= 0 && run.run.wall_s > 0)
       s.runqueue_share = run.run.main_thread_runqueue_s / run.run.wall_s;
     s.end_unix_s = run.run.start_unix_s + run.run.wall_s;
-    s.device_work = run.gpu_window.state == "recorded" || run.collectives_on_device || !run.activities.devices.empty();
+    s.device_work = run.gpu_window.state == GpuWindowState::kRecorded || run.collectives_on_device || !run.activities.devices.empty();
     s.collectives = run.collectives.size();
     for (const CollectiveEvent& c : run.collectives) s.collective_bytes += std::max<int64_t>(0, c.bytes);
     names[r] = by_name(run);

@@ -544,7 +544,7 @@ StepAnalysis analyze_steps(const Run& run) {
   }
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
-  mark_steady(a, compile_spans(run), w.state == "recorded" && w.end_ns > w.start_ns ? &window : nullptr);
+  mark_steady(a, compile_spans(run), w.state == GpuWindowState::kRecorded && w.end_ns > w.start_ns ? &window : nullptr);
   std::vector<Span> optimizer;
   for (size_t i : tv.main_events)
     if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);

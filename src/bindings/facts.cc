@@ -96,7 +96,9 @@ void bind_facts(py::module_& m) {
   py::class_<Experiment>(m, "Experiment")
       .def(py::init<>())
       .def_readwrite("setting", &Experiment::setting)
-      .def_readwrite("state", &Experiment::state)
+      .def_property(
+          "state", [](const Experiment& e) { return std::string(to_string(e.state)); },
+          [](Experiment& e, const std::string& s) { e.state = experiment_state_from_string(s); })
       .def_readwrite("applied", &Experiment::applied)
       .def_readwrite("note", &Experiment::note)
       .def_readwrite("rounds", &Experiment::rounds)
@@ -120,7 +122,9 @@ void bind_facts(py::module_& m) {
   py::class_<GpuWindow>(m, "GpuWindow")
       .def(py::init<>())
       .def_readwrite("mode", &GpuWindow::mode)
-      .def_readwrite("state", &GpuWindow::state)
+      .def_property(
+          "state", [](const GpuWindow& w) { return std::string(to_string(w.state)); },
+          [](GpuWindow& w, const std::string& s) { w.state = gpu_window_state_from_string(s); })
       .def_readwrite("note", &GpuWindow::note)
       .def_readwrite("trace_path", &GpuWindow::trace_path)
       .def_readwrite("activities", &GpuWindow::activities)

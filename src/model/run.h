@@ -211,11 +211,7 @@ struct GcTotals {
 // analyze` (report time: the trace is a file, not part of the spill).
 struct GpuWindow {
   std::string mode;   // --gpu: "auto", "on", "off"
-  // "recorded": the trace is at trace_path; "no_gpu": CUDA not available
-  // (auto); "off"; "unavailable": this torch has no Kineto; "skipped": not
-  // recorded (the script ended before, or ran torch.profiler itself: note);
-  // "failed": the profiler or the export raised (note).
-  std::string state;
+  GpuWindowState state = GpuWindowState::kNone;
   std::string note;        // one line: why not recorded, or what was cut short
   std::string trace_path;  // absolute
   std::vector<std::string> activities;  // "cpu", "cuda"
@@ -271,10 +267,7 @@ struct GrowingGraph {
 // after its steps.
 struct Experiment {
   std::string setting;  // "num_workers=4", "threads=2"
-  // "measured"; "not_applicable" (nothing to apply it to: no DataLoader, no
-  // CUDA), "overridden" (the script set it back itself), "failed" (a run
-  // ended badly or saw no optimizer step).
-  std::string state;
+  ExperimentState state = ExperimentState::kNone;
   std::string applied;  // what was changed, and where ("DataLoader(num_workers=4) at train.py:40 (the script passes 0)")
   std::string note;     // why not, or what cut it short
   int64_t rounds = 0;   // baseline/try pairs run

@@ -38,6 +38,24 @@ constexpr Named kEndings[] = {
     {static_cast<int>(EndingKind::kStillRunning), "still running"},
     {static_cast<int>(EndingKind::kIngestedTrace), "trace"},
 };
+constexpr Named kGpuWindowStates[] = {
+    {static_cast<int>(GpuWindowState::kNone), ""},
+    {static_cast<int>(GpuWindowState::kRecorded), "recorded"},
+    {static_cast<int>(GpuWindowState::kNoGpu), "no_gpu"},
+    {static_cast<int>(GpuWindowState::kOff), "off"},
+    {static_cast<int>(GpuWindowState::kUnavailable), "unavailable"},
+    {static_cast<int>(GpuWindowState::kSkipped), "skipped"},
+    {static_cast<int>(GpuWindowState::kFailed), "failed"},
+};
+
+constexpr Named kExperimentStates[] = {
+    {static_cast<int>(ExperimentState::kNone), ""},
+    {static_cast<int>(ExperimentState::kMeasured), "measured"},
+    {static_cast<int>(ExperimentState::kNotApplicable), "not_applicable"},
+    {static_cast<int>(ExperimentState::kOverridden), "overridden"},
+    {static_cast<int>(ExperimentState::kFailed), "failed"},
+};
+
 constexpr std::string_view kFatalPrefix = "fatal signal ";
 
 constexpr Named kSignals[] = {
@@ -80,6 +98,24 @@ const char* to_string(ProcessRole role) {
 
 ProcessRole process_role_from_string(std::string_view s) {
   return static_cast<ProcessRole>(value_of(kProcessRoles, s, "process role"));
+}
+
+const char* to_string(GpuWindowState state) {
+  const char* name = name_of(kGpuWindowStates, static_cast<int>(state));
+  return name != nullptr ? name : "?";
+}
+
+GpuWindowState gpu_window_state_from_string(std::string_view s) {
+  return static_cast<GpuWindowState>(value_of(kGpuWindowStates, s, "GPU window state"));
+}
+
+const char* to_string(ExperimentState state) {
+  const char* name = name_of(kExperimentStates, static_cast<int>(state));
+  return name != nullptr ? name : "?";
+}
+
+ExperimentState experiment_state_from_string(std::string_view s) {
+  return static_cast<ExperimentState>(value_of(kExperimentStates, s, "experiment state"));
 }
 
 const char* fatal_signal_name(int signal) { return name_of(kSignals, signal); }

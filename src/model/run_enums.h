@@ -27,6 +27,35 @@ const char* to_string(ProcessRole role);
 // Throws std::invalid_argument, naming the string and the accepted ones.
 ProcessRole process_role_from_string(std::string_view s);
 
+// A live run's GPU window (GpuWindow, model/run.h; the launcher's
+// python/torchneck/gpu_window.py decides it).
+enum class GpuWindowState : uint8_t {
+  kNone,         // "": no window was asked about (a Kineto trace, an old spill)
+  kRecorded,     // "recorded": the trace is at GpuWindow::trace_path
+  kNoGpu,        // "no_gpu": CUDA not available (--gpu=auto)
+  kOff,          // "off": --gpu=off
+  kUnavailable,  // "unavailable": this torch has no Kineto
+  kSkipped,      // "skipped": the script ended before, or ran torch.profiler itself (note)
+  kFailed,       // "failed": the profiler or the export raised, or its trace could not be read (note)
+};
+
+const char* to_string(GpuWindowState state);
+// Throws std::invalid_argument, naming the string and the accepted ones.
+GpuWindowState gpu_window_state_from_string(std::string_view s);
+
+// What became of one --try experiment (Experiment, model/run.h).
+enum class ExperimentState : uint8_t {
+  kNone,           // "": not run
+  kMeasured,       // "measured"
+  kNotApplicable,  // "not_applicable": nothing to apply it to (no DataLoader, no CUDA)
+  kOverridden,     // "overridden": the script set it back itself
+  kFailed,         // "failed": a run ended badly or saw no optimizer step
+};
+
+const char* to_string(ExperimentState state);
+// Throws std::invalid_argument, naming the string and the accepted ones.
+ExperimentState experiment_state_from_string(std::string_view s);
+
 // How the run ended. The launcher (python/torchneck/runner.py) sets the
 // kinds up to kOsExit; the spiller sets kStillRunning (a periodic spill) and
 // kFatalSignal; ingest sets kIngestedTrace (a Kineto trace has no ending).

@@ -401,7 +401,7 @@ void get_nvml(Reader& r, Run& run) {
 void put_gpu_window(Writer& w, const Run& run) {
   const GpuWindow& g = run.gpu_window;
   w.str(g.mode);
-  w.str(g.state);
+  w.str(to_string(g.state));
   w.str(g.note);
   w.str(g.trace_path);
   w.strs(g.activities);
@@ -423,7 +423,7 @@ void put_gpu_window(Writer& w, const Run& run) {
 void get_gpu_window(Reader& r, Run& run) {
   GpuWindow& g = run.gpu_window;
   g.mode = r.str();
-  g.state = r.str();
+  g.state = from_stored(r, gpu_window_state_from_string);
   g.note = r.str();
   g.trace_path = r.str();
   g.activities = r.strs();
@@ -446,7 +446,7 @@ void put_experiments(Writer& w, const Run& run) {
   w.num<uint64_t>(run.experiments.size());
   for (const Experiment& e : run.experiments) {
     w.str(e.setting);
-    w.str(e.state);
+    w.str(to_string(e.state));
     w.str(e.applied);
     w.str(e.note);
     w.num(e.rounds);
@@ -462,7 +462,7 @@ void get_experiments(Reader& r, Run& run) {
   run.experiments.resize(r.count(48));
   for (Experiment& e : run.experiments) {
     e.setting = r.str();
-    e.state = r.str();
+    e.state = from_stored(r, experiment_state_from_string);
     e.applied = r.str();
     e.note = r.str();
     e.rounds = r.num<int64_t>();

@@ -19,7 +19,7 @@ constexpr size_t kMinAlignedOps = 10;
 
 Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options, RankAnalysis ranks) {
   GpuWindow& w = run.gpu_window;
-  if (w.state != "recorded") return analyze(run, options, {}, nullptr, std::move(ranks));
+  if (w.state != GpuWindowState::kRecorded) return analyze(run, options, {}, nullptr, std::move(ranks));
   Run window;
   try {
     kineto::Trace trace = kineto::load_trace(w.trace_path);
@@ -27,7 +27,7 @@ Analysis analyze_with_gpu_window(Run& run, const SummaryOptions& options, RankAn
     window = run_of_trace(std::move(trace));
     gpu::shift_activities(window.activities, offset);
   } catch (const std::exception& e) {
-    w.state = "failed";
+    w.state = GpuWindowState::kFailed;
     w.note = std::string("the GPU window's trace could not be read: ") + e.what();
     run.notes.push_back("GPU window: " + w.note);
     return analyze(run, options, {}, nullptr, std::move(ranks));

@@ -10,7 +10,7 @@ void write_experiments_json(JsonWriter& w, const std::vector<ExperimentResult>& 
     const Experiment& e = *r.experiment;
     w.begin_object();
     w.field("setting", e.setting);
-    w.field("state", e.state);
+    w.field("state", to_string(e.state));
     w.field("applied", e.applied);
     w.field("note", e.note);
     w.field("rounds", e.rounds);
@@ -41,7 +41,7 @@ std::string experiments_text(const std::vector<ExperimentResult>& results) {
   std::string out = "\nExperiments (--try: the script run again unprofiled, baseline and try interleaved)\n";
   for (const ExperimentResult& r : results) {
     const Experiment& e = *r.experiment;
-    appendf(out, "  %s: %s\n", e.setting.c_str(), e.state.c_str());
+    appendf(out, "  %s: %s\n", e.setting.c_str(), to_string(e.state));
     if (!e.applied.empty()) out += "    applied:  " + e.applied + "\n";
     if (r.measured) {
       appendf(out, "    measured: step %.2f ms -> %.2f ms, gain %.1f %% (95 %% interval %.1f .. %.1f %%; %zu + %zu steps, "

@@ -244,7 +244,7 @@ void write_gpu_window_json(JsonWriter& w, const GpuWindow& g) {
   }
   w.begin_object();
   w.field("mode", g.mode);
-  w.field("state", g.state);
+  w.field("state", to_string(g.state));
   w.field("note", g.note);
   w.field("trace", g.trace_path);
   w.key("activities").begin_array();
@@ -253,7 +253,7 @@ void write_gpu_window_json(JsonWriter& w, const GpuWindow& g) {
   w.field("requested_steps", g.requested_steps);
   w.field("first_step", g.first_step);
   w.field("last_step", g.last_step);
-  w.field("duration_ms", g.state == "recorded" ? ms(g.end_ns - g.start_ns) : 0.0);
+  w.field("duration_ms", g.state == GpuWindowState::kRecorded ? ms(g.end_ns - g.start_ns) : 0.0);
   w.field("clock_offset_ns", g.clock_offset_ns);
   w.field("aligned_ops", g.aligned_ops);
   w.field("alignment_correction_us", static_cast<double>(g.alignment_correction_ns) / 1e3);

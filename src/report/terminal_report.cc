@@ -356,11 +356,11 @@ void layers_table(std::string& out, const LayerAnalysis& l) {
 void gpu_window_line(std::string& out, const Run& run) {
   const GpuWindow& w = run.gpu_window;
   if (w.mode.empty()) return;
-  if (w.state == "no_gpu") {
+  if (w.state == GpuWindowState::kNoGpu) {
     out += "GPU: none (torch.cuda.is_available() is False): no GPU collection\n";
-  } else if (w.state == "off") {
+  } else if (w.state == GpuWindowState::kOff) {
     out += "GPU: not collected (--gpu=off)\n";
-  } else if (w.state == "recorded") {
+  } else if (w.state == GpuWindowState::kRecorded) {
     std::string acts;
     for (const auto& a : w.activities) acts += (acts.empty() ? "" : "+") + a;
     appendf(out, "GPU window: optimizer steps %lld..%lld (torch.profiler/Kineto, %s activity), %.1f ms; trace %s%s%s\n",

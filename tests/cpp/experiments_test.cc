@@ -22,7 +22,7 @@ Run run_with(const std::string& setting, int64_t base_ms, int64_t try_ms, const 
   Run run;
   Experiment e;
   e.setting = setting;
-  e.state = state;
+  e.state = experiment_state_from_string(state);
   e.rounds = 2;
   e.baseline_ns = steps_of(base_ms);
   e.try_ns = steps_of(try_ms);

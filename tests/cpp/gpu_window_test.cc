@@ -221,7 +221,7 @@ TEST(GpuWindow, TheWindowsStepsLeaveTheCpuStatistics) {
   }
   rb.finish();
   rb.run.gpu_window.mode = "on";
-  rb.run.gpu_window.state = "recorded";
+  rb.run.gpu_window.state = GpuWindowState::kRecorded;
   rb.run.gpu_window.start_ns = 40 * kMs - 5000;
   rb.run.gpu_window.end_ns = 80 * kMs - 2000;
   const StepAnalysis s = analyze_steps(rb.run);
@@ -236,7 +236,7 @@ TEST(GpuWindow, TheWindowsStepsLeaveTheCpuStatistics) {
   const StepAnalysis held = analyze_steps(rb.run);
   for (size_t i = 0; i < held.steps.size(); ++i) EXPECT_EQ(held.steps[i].gpu_window, i >= 4 && i <= 7) << i;
   // AND a window that was not recorded leaves every step
-  rb.run.gpu_window.state = "failed";
+  rb.run.gpu_window.state = GpuWindowState::kFailed;
   EXPECT_EQ(analyze_steps(rb.run).gpu_window_steps, 0u);
 }
 

@@ -204,7 +204,7 @@ TEST(Ranks, WithoutEveryRanksClocksOrWithDeviceWorkTheCauseIsCompute) {
   EXPECT_LT(a.ranks[0].cpu_ns, 0);
   EXPECT_EQ(rank_findings(a)[0].cause, "compute");
   plant_clocks(j, 0, 60, 2);
-  j.runs[1].gpu_window.state = "recorded";  // its compute is partly its GPU's
+  j.runs[1].gpu_window.state = GpuWindowState::kRecorded;  // its compute is partly its GPU's
   a = compare(j);
   EXPECT_TRUE(a.ranks[1].device_work);
   EXPECT_EQ(rank_findings(a)[0].cause, "compute");

@@ -117,7 +117,7 @@ Run full_run() {
   r.gc_observed = true;
   r.growing_graphs = {{"total_loss", "train", "/w/train.py", 42, "total_loss += loss", 6, 156, 20000, 2, 32}};
   r.gpu_window.mode = "auto";
-  r.gpu_window.state = "recorded";
+  r.gpu_window.state = GpuWindowState::kRecorded;
   r.gpu_window.trace_path = "/out/gpu/kineto.trace.json";
   r.gpu_window.activities = {"cpu", "cuda"};
   r.gpu_window.first_step = 5;
@@ -132,7 +132,7 @@ Run full_run() {
   r.growing_graphs[0].kept = false;
   Experiment e;
   e.setting = "num_workers=2";
-  e.state = "measured";
+  e.state = ExperimentState::kMeasured;
   e.applied = "DataLoader(num_workers=2) at train.py:97 (the script passes 0)";
   e.note = "n";
   e.rounds = 2;
@@ -238,7 +238,7 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.experiments[0].warmup_steps, 3);
   EXPECT_EQ(after.experiments[0].baseline_ns, (std::vector<int64_t>{40, 41}));
   EXPECT_EQ(after.experiments[0].try_ns, (std::vector<int64_t>{20}));
-  EXPECT_EQ(after.gpu_window.state, "recorded");
+  EXPECT_EQ(after.gpu_window.state, GpuWindowState::kRecorded);
   EXPECT_EQ(after.gpu_window.trace_path, "/out/gpu/kineto.trace.json");
   EXPECT_EQ(after.gpu_window.activities, (std::vector<std::string>{"cpu", "cuda"}));
   EXPECT_EQ(after.gpu_window.last_step, 9);
