@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from torchneck import ranks
+from torchneck.options import OPTIONS
 from torchneck import rendezvous
 from torchneck.errors import UsageError
 from torchneck.errors import one_line
@@ -152,11 +153,11 @@ def _value(run_args, name, default):
 
 
 def _top(run_args):
-    return _value(run_args, "--top", 15)
+    return _value(run_args, "--top", OPTIONS["--top"].default)
 
 
 def _trace_steps(run_args):
-    return _value(run_args, "--trace-steps", 5)
+    return _value(run_args, "--trace-steps", OPTIONS["--trace-steps"].default)
 
 
 def _fix_std_from_str():
