@@ -144,16 +144,11 @@ std::vector<size_t> steps_known_to_every_rank(const std::vector<const Run*>& run
   return out;
 }
 
-}  // namespace
-
-RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
-  RankAnalysis a;
-  const size_t n = runs.size();
-  if (n < 2) return a;
-  a.ranks.resize(n);
-  std::vector<ByName> names(n);
-  std::set<std::string> hosts;
-  for (size_t r = 0; r < n; ++r) {
+// Each rank's own facts (how it ended, its run queue, its device work) and
+// its collectives by name; the hosts the ranks ran on.
+void describe_ranks(const std::vector<const Run*>& runs, RankAnalysis& a, std::vector<ByName>& names,
+                    std::set<std::string>& hosts) {
+  for (size_t r = 0; r < runs.size(); ++r) {
     const Run& run = *runs[r];
     RankSummary& s = a.ranks[r];
     s.rank = run.rank.rank;
@@ -163,128 +158,152 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
     if (run.run.main_thread_runqueue_s >= 0 && run.run.wall_s > 0)
       s.runqueue_share = run.run.main_thread_runqueue_s / run.run.wall_s;
     s.end_unix_s = run.run.start_unix_s + run.run.wall_s;
-    s.device_work = run.gpu_window.state == GpuWindowState::kRecorded || run.collectives_on_device || !run.activities.devices.empty();
+    s.device_work = run.gpu_window.state == GpuWindowState::kRecorded || run.collectives_on_device ||
+                    !run.activities.devices.empty();
     s.collectives = run.collectives.size();
     for (const CollectiveEvent& c : run.collectives) s.collective_bytes += std::max<int64_t>(0, c.bytes);
     names[r] = by_name(run);
     hosts.insert(run.rank.host);
   }
+}
 
-  if (runs[0]->rank.world_size > static_cast<int64_t>(n))
-    a.notes.push_back(std::to_string(n) + " of the job's " + std::to_string(runs[0]->rank.world_size) +
-                      " ranks: the waits are for the last of these to arrive, the other ranks unseen");
-
-  // The first rank to fail names the crash; the others' endings follow it
-  // (torchrun stops them, or their collectives fail).
+// The first rank to fail names the crash; the others' endings follow it
+// (torchrun stops them, or their collectives fail).
+void name_first_failure(RankAnalysis& a) {
   const RankSummary* first = nullptr;
   for (const RankSummary& s : a.ranks) {
     // A trace (torchneck analyze) says nothing of how its rank ended.
     const bool ok = s.exit_code == 0 && (s.ending == "finished" || s.ending == "sys.exit" || s.ending == "trace");
     if (!ok && (first == nullptr || s.end_unix_s < first->end_unix_s)) first = &s;
   }
-  if (first != nullptr) {
-    a.first_failure = first->rank;
-    char buf[160];
-    // A rank whose profile is its last periodic spill was ended with no
-    // chance to write its report (SIGKILL: the out-of-memory killer, a
-    // scheduler): its exit status is unknown, and its end is that spill's.
-    const bool spill = first->ending == "still running";
-    a.failure = "rank " + std::to_string(first->rank) + " failed first: " +
-                (spill ? "killed with no report (SIGKILL or out of memory?), its last spill read"
-                       : first->ending + ", exit status " + std::to_string(first->exit_code));
-    for (const RankSummary& s : a.ranks)
-      if (&s != first) {
-        std::snprintf(buf, sizeof buf, "; rank %lld ended %.2f s %s (%s)", static_cast<long long>(s.rank),
-                      s.end_unix_s - first->end_unix_s, spill ? "after that spill" : "later", s.ending.c_str());
-        a.failure += buf;
-      }
-  }
+  if (first == nullptr) return;
+  a.first_failure = first->rank;
+  char buf[160];
+  // A rank whose profile is its last periodic spill was ended with no
+  // chance to write its report (SIGKILL: the out-of-memory killer, a
+  // scheduler): its exit status is unknown, and its end is that spill's.
+  const bool spill = first->ending == "still running";
+  a.failure = "rank " + std::to_string(first->rank) + " failed first: " +
+              (spill ? "killed with no report (SIGKILL or out of memory?), its last spill read"
+                     : first->ending + ", exit status " + std::to_string(first->exit_code));
+  for (const RankSummary& s : a.ranks)
+    if (&s != first) {
+      std::snprintf(buf, sizeof buf, "; rank %lld ended %.2f s %s (%s)", static_cast<long long>(s.rank),
+                    s.end_unix_s - first->end_unix_s, spill ? "after that spill" : "later", s.ending.c_str());
+      a.failure += buf;
+    }
+}
 
-  // The operations every rank took part in: the k-th of each name.
+// The operations every rank took part in: the k-th of each name. A rank
+// that started more of one is said in a note.
+std::map<std::string, size_t> common_operations(std::vector<ByName>& names, RankAnalysis& a) {
   std::map<std::string, size_t> common;
   for (const auto& [name, v] : names[0]) {
     size_t k = v.size();
-    for (size_t r = 1; r < n; ++r) {
+    for (size_t r = 1; r < names.size(); ++r) {
       auto it = names[r].find(name);
       k = std::min(k, it == names[r].end() ? size_t{0} : it->second.size());
     }
     if (k > 0) common[name] = k;
   }
-  for (size_t r = 0; r < n; ++r)
+  for (size_t r = 0; r < names.size(); ++r)
     for (const auto& [name, v] : names[r])
       if (v.size() != (common.count(name) ? common[name] : 0)) {
         a.notes.push_back("rank " + std::to_string(a.ranks[r].rank) + " started " + std::to_string(v.size()) +
                           " " + name + ", more than every rank did: the extra ones are not compared");
         break;
       }
+  return common;
+}
 
-  // One time axis: on one host the ranks share CLOCK_MONOTONIC; across
-  // hosts, a collective completes at about the same instant everywhere.
+// One time axis: on one host the ranks share CLOCK_MONOTONIC; across
+// hosts, a collective completes at about the same instant everywhere.
+void align_clocks(const std::set<std::string>& hosts, const std::map<std::string, size_t>& common,
+                  std::vector<ByName>& names, RankAnalysis& a) {
+  const size_t n = names.size();
   a.clock_offset_ns.assign(n, 0);
   if (hosts.size() <= 1 && hosts.count("") == 0) {
     a.clock = "one host: the ranks' monotonic clocks are one clock";
-  } else {
-    for (size_t r = 1; r < n; ++r) {
-      std::vector<double> d;
-      for (const auto& [name, k] : common)
-        for (size_t i = 0; i < k; ++i) {
-          const CollectiveEvent* x = names[0][name][i];
-          const CollectiveEvent* y = names[r][name][i];
-          if (x->end_ns > 0 && y->end_ns > 0) d.push_back(static_cast<double>(x->end_ns - y->end_ns));
-        }
-      a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
-    }
-    const std::string where = hosts.count("") != 0 ? std::string("hosts not known (traces)")
-                                                   : std::to_string(hosts.size()) + " hosts";
-    a.clock = "aligned on the collectives' completions (" + where +
-              ": each rank's clock shifted by the median difference of their end times to rank " +
-              std::to_string(a.ranks[0].rank) + "'s)";
+    return;
   }
+  for (size_t r = 1; r < n; ++r) {
+    std::vector<double> d;
+    for (const auto& [name, k] : common)
+      for (size_t i = 0; i < k; ++i) {
+        const CollectiveEvent* x = names[0][name][i];
+        const CollectiveEvent* y = names[r][name][i];
+        if (x->end_ns > 0 && y->end_ns > 0) d.push_back(static_cast<double>(x->end_ns - y->end_ns));
+      }
+    a.clock_offset_ns[r] = static_cast<int64_t>(median(d));
+  }
+  const std::string where = hosts.count("") != 0 ? std::string("hosts not known (traces)")
+                                                 : std::to_string(hosts.size()) + " hosts";
+  a.clock = "aligned on the collectives' completions (" + where +
+            ": each rank's clock shifted by the median difference of their end times to rank " +
+            std::to_string(a.ranks[0].rank) + "'s)";
+}
 
-  // Per rank: the time its part of each operation waited for the last
-  // arrival, and the transfer after it.
-  std::vector<std::vector<Interval>> waits(n), comms(n);
+// Per rank, on the common clock: the time its part of each operation waited
+// for the last arrival, and the whole of each operation.
+struct RankCollectiveTimes {
+  std::vector<std::vector<Interval>> waits, comms;
+};
+
+// One operation NAME's K occurrences compared across the ranks into ST;
+// the waits and transfers into TIMES, the last to arrive counted.
+void compare_operation(const std::string& name, size_t k, std::vector<ByName>& names, RankAnalysis& a,
+                       RankCollectiveTimes& times, std::vector<uint64_t>& last_count, CollectiveStats& st) {
+  const size_t n = names.size();
+  int64_t bytes = 0, known = 0;
+  double duration = 0, wait = 0, transfer = 0;
+  uint64_t samples = 0;
+  for (size_t i = 0; i < k; ++i) {
+    int64_t last = INT64_MIN;
+    size_t last_rank = 0;
+    bool complete = true;
+    for (size_t r = 0; r < n; ++r) {
+      const CollectiveEvent* c = names[r][name][i];
+      const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
+      if (arrive > last) last = arrive, last_rank = r;
+      if (c->end_ns <= 0) complete = false;
+    }
+    if (names[0][name][i]->bytes >= 0) bytes += names[0][name][i]->bytes, ++known;
+    if (!complete) continue;
+    ++a.matched;
+    ++last_count[last_rank];
+    for (size_t r = 0; r < n; ++r) {
+      const CollectiveEvent* c = names[r][name][i];
+      const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
+      const int64_t end = c->end_ns + a.clock_offset_ns[r];
+      if (last > arrive) times.waits[r].push_back({arrive, std::min(last, end)});
+      times.comms[r].push_back({arrive, end});
+      duration += static_cast<double>(end - arrive);
+      wait += static_cast<double>(std::max<int64_t>(0, std::min(last, end) - arrive));
+      transfer += static_cast<double>(std::max<int64_t>(0, end - std::max(last, arrive)));
+      ++samples;
+    }
+  }
+  if (known > 0) st.bytes_per_call = bytes / known;
+  if (samples > 0) {
+    st.duration_ns = duration / static_cast<double>(samples);
+    st.wait_ns = wait / static_cast<double>(samples);
+    st.transfer_ns = transfer / static_cast<double>(samples);
+  }
+}
+
+RankCollectiveTimes compare_collectives(const std::map<std::string, size_t>& common, std::vector<ByName>& names,
+                                        RankAnalysis& a) {
+  const size_t n = names.size();
+  RankCollectiveTimes times;
+  times.waits.resize(n);
+  times.comms.resize(n);
   std::vector<uint64_t> last_count(n, 0);
   for (const auto& [name, k] : common) {
     CollectiveStats st;
     st.name = name;
     st.kind = std::string(collective_kind(name));
     st.calls = k;
-    int64_t bytes = 0, known = 0;
-    double duration = 0, wait = 0, transfer = 0;
-    uint64_t samples = 0;
-    for (size_t i = 0; i < k; ++i) {
-      int64_t last = INT64_MIN;
-      size_t last_rank = 0;
-      bool complete = true;
-      for (size_t r = 0; r < n; ++r) {
-        const CollectiveEvent* c = names[r][name][i];
-        const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
-        if (arrive > last) last = arrive, last_rank = r;
-        if (c->end_ns <= 0) complete = false;
-      }
-      if (names[0][name][i]->bytes >= 0) bytes += names[0][name][i]->bytes, ++known;
-      if (!complete) continue;
-      ++a.matched;
-      ++last_count[last_rank];
-      for (size_t r = 0; r < n; ++r) {
-        const CollectiveEvent* c = names[r][name][i];
-        const int64_t arrive = c->start_ns + a.clock_offset_ns[r];
-        const int64_t end = c->end_ns + a.clock_offset_ns[r];
-        if (last > arrive) waits[r].push_back({arrive, std::min(last, end)});
-        comms[r].push_back({arrive, end});
-        duration += static_cast<double>(end - arrive);
-        wait += static_cast<double>(std::max<int64_t>(0, std::min(last, end) - arrive));
-        transfer += static_cast<double>(std::max<int64_t>(0, end - std::max(last, arrive)));
-        ++samples;
-      }
-    }
-    if (known > 0) st.bytes_per_call = bytes / known;
-    if (samples > 0) {
-      st.duration_ns = duration / static_cast<double>(samples);
-      st.wait_ns = wait / static_cast<double>(samples);
-      st.transfer_ns = transfer / static_cast<double>(samples);
-    }
+    compare_operation(name, k, names, a, times, last_count, st);
     a.collectives.push_back(st);
   }
   std::sort(a.collectives.begin(), a.collectives.end(), [](const CollectiveStats& x, const CollectiveStats& y) {
@@ -292,29 +311,99 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   });
   for (size_t r = 0; r < n; ++r)
     a.ranks[r].last_share = a.matched > 0 ? static_cast<double>(last_count[r]) / static_cast<double>(a.matched) : 0;
+  return times;
+}
 
-  // The steps every rank has, by index (collectives keep ranks in
-  // lockstep), that are steady on every rank.
-  size_t common_steps = SIZE_MAX;
-  for (size_t r = 0; r < n; ++r) common_steps = std::min(common_steps, steps[r]->steps.size());
+// The steps every rank has, by index (collectives keep ranks in lockstep),
+// that are steady on every rank.
+std::vector<size_t> steady_on_every_rank(const std::vector<const StepAnalysis*>& steps, size_t* common_steps) {
+  *common_steps = SIZE_MAX;
+  for (const StepAnalysis* s : steps) *common_steps = std::min(*common_steps, s->steps.size());
   std::vector<size_t> compared;
-  for (size_t i = 0; i < common_steps; ++i) {
+  for (size_t i = 0; i < *common_steps; ++i) {
     bool steady = true;
-    for (size_t r = 0; r < n; ++r) steady = steady && steps[r]->steps[i].steady;
+    for (const StepAnalysis* s : steps) steady = steady && s->steps[i].steady;
     if (steady) compared.push_back(i);
   }
+  return compared;
+}
+
+// A step's data wait and its main thread's clocks, summed over steps.
+struct StepSigns {
+  double data = 0, cpu = 0, runqueue = 0;
+  bool cpu_known = true, runqueue_known = true;
+
+  void add(const Step& st, const std::vector<StepClock>& clocks) {
+    data += static_cast<double>(st.breakdown[Phase::kData]);
+    const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
+    const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
+    const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
+    const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
+    cpu_known = cpu_known && c0 >= 0 && c1 >= 0;
+    runqueue_known = runqueue_known && q0 >= 0 && q1 >= 0;
+    cpu += c1 - c0;
+    runqueue += q1 - q0;
+  }
+};
+
+// Rank R's step split into data, waiting, transfer and compute: its step and
+// data over the COMPARED steps, its waits over the WAITED ones; each waited
+// step's wait added to STEP_WAIT, averaged over the ranks.
+void time_rank_steps(const Run& run, const StepAnalysis& steps, size_t r, const std::vector<size_t>& compared,
+                     const std::vector<size_t>& waited, const RankCollectiveTimes& times, RankAnalysis& a,
+                     std::vector<double>& step_wait) {
+  const int64_t offset = a.clock_offset_ns[r];
+  const std::vector<Interval> busy = own_work(run, offset);
+  const std::vector<Interval> wait = unite(times.waits[r]);
+  const std::vector<Interval> comm = unite(times.comms[r]);
+  const std::vector<StepClock> clocks = main_clocks(run);
+  double step = 0, w = 0, all = 0;
+  StepSigns every, in_waited;
+  for (size_t i : compared) {
+    every.add(steps.steps[i], clocks);
+    step += static_cast<double>(steps.steps[i].duration());
+  }
+  for (size_t j = 0; j < waited.size(); ++j) {
+    const Step& st = steps.steps[waited[j]];
+    const int64_t lo = st.start_ns + offset, hi = st.end_ns + offset;
+    const auto ws = static_cast<double>(measure_minus(wait, busy, lo, hi));
+    w += ws;
+    in_waited.add(st, clocks);
+    step_wait[j] += ws / static_cast<double>(a.ranks.size());
+    all += static_cast<double>(measure_minus(comm, busy, lo, hi));
+  }
+  const double k = static_cast<double>(compared.size());
+  const double kw = static_cast<double>(waited.size());
+  RankSummary& s = a.ranks[r];
+  s.steps = compared.size();
+  s.step_ns = step / k;
+  s.data_ns = every.data / k;
+  s.wait_ns = w / kw;
+  s.transfer_ns = std::max(0.0, all - w) / kw;
+  s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
+  if (every.cpu_known) s.cpu_ns = every.cpu / k;
+  if (every.runqueue_known) s.runqueue_ns = every.runqueue / k;
+  s.waited_data_ns = in_waited.data / kw;
+  if (in_waited.cpu_known) s.waited_cpu_ns = in_waited.cpu / kw;
+  if (in_waited.runqueue_known) s.waited_runqueue_ns = in_waited.runqueue / kw;
+}
+
+// Under detail windows a rank's operators are known in its windows only,
+// and outside them the time it computed while a collective was pending
+// (DDP's all-reduce under backward) would pass for waiting: its waits are
+// measured in the steps every rank detailed (the same on every rank: a
+// rank's windows are on a fixed schedule, core/detail_window.h), steady
+// or left out of the time statistics for the detail's cost (which every
+// rank carries alike), the rest of its step over every compared step.
+void time_steps(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps,
+                const RankCollectiveTimes& times, RankAnalysis& a) {
+  size_t common_steps = 0;
+  const std::vector<size_t> compared = steady_on_every_rank(steps, &common_steps);
   a.steps = compared.size();
   if (compared.empty()) {
     a.notes.push_back("no step is steady on every rank: the ranks' steps are not compared");
-    return a;
+    return;
   }
-  // Under detail windows a rank's operators are known in its windows only,
-  // and outside them the time it computed while a collective was pending
-  // (DDP's all-reduce under backward) would pass for waiting: its waits are
-  // measured in the steps every rank detailed (the same on every rank: a
-  // rank's windows are on a fixed schedule, core/detail_window.h), steady
-  // or left out of the time statistics for the detail's cost (which every
-  // rank carries alike), the rest of its step over every compared step.
   const std::vector<size_t> wait_steps = steps_known_to_every_rank(runs, steps, common_steps, compared);
   if (wait_steps.size() != compared.size()) {
     if (wait_steps.empty())
@@ -327,61 +416,29 @@ RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vecto
   }
   const std::vector<size_t>& waited = wait_steps.empty() ? compared : wait_steps;
   std::vector<double> step_wait(waited.size(), 0.0);  // the ranks' mean wait, step by step
-  for (size_t r = 0; r < n; ++r) {
-    const Run& run = *runs[r];
-    const std::vector<Interval> busy = own_work(run, a.clock_offset_ns[r]);
-    const std::vector<Interval> wait = unite(waits[r]);
-    const std::vector<Interval> comm = unite(comms[r]);
-    RankSummary& s = a.ranks[r];
-    // A step's data wait and its main thread's clocks, summed over steps.
-    struct Signs {
-      double data = 0, cpu = 0, runqueue = 0;
-      bool cpu_known = true, runqueue_known = true;
-    };
-    const std::vector<StepClock> clocks = main_clocks(run);
-    const auto add = [&](Signs& g, const Step& st) {
-      g.data += static_cast<double>(st.breakdown[Phase::kData]);
-      const double c0 = clock_at(clocks, st.start_ns, &StepClock::cpu_ns);
-      const double c1 = clock_at(clocks, st.end_ns, &StepClock::cpu_ns);
-      const double q0 = clock_at(clocks, st.start_ns, &StepClock::runqueue_ns);
-      const double q1 = clock_at(clocks, st.end_ns, &StepClock::runqueue_ns);
-      g.cpu_known = g.cpu_known && c0 >= 0 && c1 >= 0;
-      g.runqueue_known = g.runqueue_known && q0 >= 0 && q1 >= 0;
-      g.cpu += c1 - c0;
-      g.runqueue += q1 - q0;
-    };
-    double step = 0, w = 0, all = 0;
-    Signs every, in_waited;
-    for (size_t i : compared) {
-      const Step& st = steps[r]->steps[i];
-      add(every, st);
-      step += static_cast<double>(st.duration());
-    }
-    for (size_t j = 0; j < waited.size(); ++j) {
-      const Step& st = steps[r]->steps[waited[j]];
-      const int64_t lo = st.start_ns + a.clock_offset_ns[r], hi = st.end_ns + a.clock_offset_ns[r];
-      const auto ws = static_cast<double>(measure_minus(wait, busy, lo, hi));
-      w += ws;
-      add(in_waited, st);
-      step_wait[j] += ws / static_cast<double>(n);
-      all += static_cast<double>(measure_minus(comm, busy, lo, hi));
-    }
-    const double k = static_cast<double>(compared.size());
-    const double kw = static_cast<double>(waited.size());
-    s.steps = compared.size();
-    s.step_ns = step / k;
-    s.data_ns = every.data / k;
-    s.wait_ns = w / kw;
-    s.transfer_ns = std::max(0.0, all - w) / kw;
-    s.compute_ns = std::max(0.0, s.step_ns - s.data_ns - s.wait_ns - s.transfer_ns);
-    if (every.cpu_known) s.cpu_ns = every.cpu / k;
-    if (every.runqueue_known) s.runqueue_ns = every.runqueue / k;
-    s.waited_data_ns = in_waited.data / kw;
-    if (in_waited.cpu_known) s.waited_cpu_ns = in_waited.cpu / kw;
-    if (in_waited.runqueue_known) s.waited_runqueue_ns = in_waited.runqueue / kw;
-  }
+  for (size_t r = 0; r < runs.size(); ++r) time_rank_steps(*runs[r], *steps[r], r, compared, waited, times, a, step_wait);
   a.waited_steps = waited.size();
   a.typical_wait_ns = median(step_wait);
+}
+
+}  // namespace
+
+RankAnalysis analyze_ranks(const std::vector<const Run*>& runs, const std::vector<const StepAnalysis*>& steps) {
+  RankAnalysis a;
+  const size_t n = runs.size();
+  if (n < 2) return a;
+  a.ranks.resize(n);
+  std::vector<ByName> names(n);
+  std::set<std::string> hosts;
+  describe_ranks(runs, a, names, hosts);
+  if (runs[0]->rank.world_size > static_cast<int64_t>(n))
+    a.notes.push_back(std::to_string(n) + " of the job's " + std::to_string(runs[0]->rank.world_size) +
+                      " ranks: the waits are for the last of these to arrive, the other ranks unseen");
+  name_first_failure(a);
+  const std::map<std::string, size_t> common = common_operations(names, a);
+  align_clocks(hosts, common, names, a);
+  const RankCollectiveTimes times = compare_collectives(common, names, a);
+  time_steps(runs, steps, times, a);
   return a;
 }
 

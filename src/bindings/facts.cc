@@ -8,7 +8,10 @@ namespace py = pybind11;
 
 namespace torchneck {
 
-void bind_facts(py::module_& m) {
+namespace {
+
+// How the run was profiled and how it ended.
+void bind_run_kinds(py::module_& m) {
   py::enum_<PythonMode>(m, "PythonMode")
       .value("sample", PythonMode::kSample)
       .value("trace", PythonMode::kTrace)
@@ -50,6 +53,10 @@ void bind_facts(py::module_& m) {
             r.ending = RunEnding{kind, 0};
           });
 
+}
+
+// The script's environment: its DataLoaders, optimizers, library versions.
+void bind_environment(py::module_& m) {
   py::class_<DataLoaderFacts>(m, "DataLoaderFacts")
       .def(py::init<>())
       .def_readwrite("num_workers", &DataLoaderFacts::num_workers)
@@ -80,6 +87,10 @@ void bind_facts(py::module_& m) {
 
   // The fields Python knows; op_calls, python_samples and top_functions are
   // filled when the workers are merged (model/processes.cc).
+}
+
+// The processes, experiments and graphs of one run.
+void bind_run_parts(py::module_& m) {
   py::class_<ProcessInfo>(m, "ProcessInfo")
       .def(py::init<>())
       .def_readwrite("pid", &ProcessInfo::pid)
@@ -119,6 +130,10 @@ void bind_facts(py::module_& m) {
       .def_readwrite("step_last", &GrowingGraph::step_last)
       .def_readwrite("kept", &GrowingGraph::kept);
 
+}
+
+// The GPU window, the rank, and the facts handed over at the end.
+void bind_window_rank_and_facts(py::module_& m) {
   py::class_<GpuWindow>(m, "GpuWindow")
       .def(py::init<>())
       .def_readwrite("mode", &GpuWindow::mode)
@@ -157,6 +172,15 @@ void bind_facts(py::module_& m) {
       .def_readwrite("growing_graphs", &RunFacts::growing_graphs)
       .def_readwrite("gpu_window", &RunFacts::gpu_window)
       .def_readwrite("rank", &RunFacts::rank);
+}
+
+}  // namespace
+
+void bind_facts(py::module_& m) {
+  bind_run_kinds(m);
+  bind_environment(m);
+  bind_run_parts(m);
+  bind_window_rank_and_facts(m);
 }
 
 }  // namespace torchneck
