@@ -36,15 +36,14 @@ struct BackwardSpans {
   }
 };
 
-}  // namespace
+using Evaluation = std::vector<std::pair<int64_t, int64_t>>;
+// (forward thread id, seq nr) -> (op start, module open then)
+using Creators = std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>>;
 
-LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t, int64_t>>& evaluation,
-                             const std::vector<GpuLaunch>* launches) {
-  LayerAnalysis out;
-  const size_t nm = run.modules.size();
-  if (nm == 0) return out;
-  std::vector<LayerStats> stats(nm);
-  for (uint32_t i = 0; i < nm; ++i) {
+// Each module's row before any time is added: its name, type, size, depth.
+std::vector<LayerStats> module_rows(const Run& run) {
+  std::vector<LayerStats> stats(run.modules.size());
+  for (uint32_t i = 0; i < run.modules.size(); ++i) {
     stats[i].module = i;
     stats[i].name = run.modules[i].name;
     stats[i].type = run.modules[i].type;
@@ -54,135 +53,186 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
     for (int32_t p = run.modules[i].parent; p >= 0 && d < 256; p = run.modules[p].parent) ++d;
     stats[i].depth = d;
   }
+  return stats;
+}
 
-  // Per thread, sweep module enter/exit and forward-op starts in time order:
-  // each op start sees the innermost open module.
-  std::unordered_map<uint32_t, std::vector<Point>> points;
-  for (const ModuleEvent& e : run.module_events)
-    points[e.thread_index].push_back({e.t_ns, e.is_exit ? 0 : 2, e.module});
+// Every thread's backward nodes, by start.
+std::unordered_map<uint32_t, BackwardSpans> backward_spans_of(const Run& run) {
+  std::unordered_map<uint32_t, BackwardSpans> out;
   for (size_t i = 0; i < run.timeline.size(); ++i) {
     const OpEvent& e = run.timeline[i];
-    if (e.kind == OpKind::kOperator && e.seq_nr >= 0)
-      points[e.thread_index].push_back({e.start_ns, 1, static_cast<uint32_t>(i)});
+    if (e.kind != OpKind::kBackward) continue;
+    BackwardSpans& b = out[e.thread_index];
+    b.spans.emplace_back(e.start_ns, e.end_ns);
+    b.index.push_back(i);
   }
-  // GPU launches: inside a backward node, its creator's (below); else the
-  // innermost module open on their thread.
-  std::unordered_map<uint32_t, BackwardSpans> backward_spans;
-  std::vector<size_t> launch_node;  // per launch: its backward node, SIZE_MAX for none
-  std::vector<uint32_t> launch_module;  // per launch in forward: the module open, kNoModule for none
-  if (launches != nullptr) {
-    out.gpu = true;
-    for (size_t i = 0; i < run.timeline.size(); ++i) {
-      const OpEvent& e = run.timeline[i];
-      if (e.kind != OpKind::kBackward) continue;
-      BackwardSpans& b = backward_spans[e.thread_index];
-      b.spans.emplace_back(e.start_ns, e.end_ns);
-      b.index.push_back(i);
+  for (auto& [thread, b] : out) {
+    std::vector<size_t> order(b.spans.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return b.spans[x].first < b.spans[y].first; });
+    BackwardSpans sorted;
+    for (size_t k : order) {
+      sorted.spans.push_back(b.spans[k]);
+      sorted.index.push_back(b.index[k]);
     }
-    for (auto& [thread, b] : backward_spans) {
-      std::vector<size_t> order(b.spans.size());
-      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return b.spans[x].first < b.spans[y].first; });
-      BackwardSpans sorted;
-      for (size_t k : order) {
-        sorted.spans.push_back(b.spans[k]);
-        sorted.index.push_back(b.index[k]);
-      }
-      b = std::move(sorted);
-    }
-    launch_node.assign(launches->size(), SIZE_MAX);
-    launch_module.assign(launches->size(), kNoModule);
-    for (size_t i = 0; i < launches->size(); ++i) {
-      const GpuLaunch& l = (*launches)[i];
-      auto b = backward_spans.find(l.thread_index);
-      if (b != backward_spans.end()) launch_node[i] = b->second.at(l.t_ns);
-      if (launch_node[i] == SIZE_MAX && !inside_any(evaluation, l.t_ns, l.t_ns))
-        points[l.thread_index].push_back({l.t_ns, 1, static_cast<uint32_t>(i), true});
-    }
+    b = std::move(sorted);
   }
-  const std::vector<Span> fetches = fetch_spans(run);
-  // (forward thread id, seq nr) → (op start, module open then)
-  std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>> creator;
-  for (auto& [thread, pts] : points) {
-    std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
-      return a.t != b.t ? a.t < b.t : a.order < b.order;
+  return out;
+}
+
+// The layers' times, swept thread by thread: module enters and exits,
+// forward-op starts and GPU launches in time order, each op start and
+// launch seeing the innermost open module.
+class LayerSweep {
+ public:
+  LayerSweep(const Run& run, const Evaluation& evaluation, const std::vector<GpuLaunch>* launches)
+      : run_(run), evaluation_(evaluation), launches_(launches), stats_(module_rows(run)) {}
+
+  LayerAnalysis analyse() {
+    LayerAnalysis out;
+    if (run_.modules.empty()) return out;
+    add_module_and_op_points();
+    if (launches_ != nullptr) {
+      out.gpu = true;
+      place_launches();
+    }
+    sweep_threads();
+    attribute_backward(out);
+    if (launches_ != nullptr) attribute_gpu(out);
+    for (auto& s : stats_) {
+      // A compiled module's children ran inside its compiled region, unseen:
+      // it is not a leaf (heavy_layer must not name it as one layer).
+      if (s.compiled) s.leaf = false;
+      if (s.calls > 0 || s.backward_ns > 0 || s.eval_calls > 0) out.layers.push_back(std::move(s));
+    }
+    std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
+      if (a.combined() != b.combined()) return a.combined() > b.combined();
+      return a.name < b.name;
     });
-    std::vector<std::pair<uint32_t, int64_t>> stack;
-    for (const Point& p : pts) {
-      if (p.order == 2) {
-        stack.emplace_back(p.ref, p.t);
-        if (stack.size() >= 2) stats[stack[stack.size() - 2].first].leaf = false;
-      } else if (p.order == 0) {
-        auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
-        if (it == stack.rend()) continue;
-        const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
-        if (thread == run.main_thread && inside_any(fetches, stack[pos].second, p.t)) {
-          // the loader's transforms: data work, not the model's layers
-        } else if (inside_any(evaluation, stack[pos].second, p.t)) {
-          stats[p.ref].eval_calls += 1;
-          stats[p.ref].eval_forward_ns += p.t - stack[pos].second;
+    return out;
+  }
+
+ private:
+  void add_module_and_op_points() {
+    for (const ModuleEvent& e : run_.module_events)
+      points_[e.thread_index].push_back({e.t_ns, e.is_exit ? 0 : 2, e.module});
+    for (size_t i = 0; i < run_.timeline.size(); ++i) {
+      const OpEvent& e = run_.timeline[i];
+      if (e.kind == OpKind::kOperator && e.seq_nr >= 0)
+        points_[e.thread_index].push_back({e.start_ns, 1, static_cast<uint32_t>(i)});
+    }
+  }
+
+  // GPU launches: inside a backward node, its creator's (attribute_gpu);
+  // else the innermost module open on their thread (the sweep).
+  void place_launches() {
+    const std::unordered_map<uint32_t, BackwardSpans> backward_spans = backward_spans_of(run_);
+    launch_node_.assign(launches_->size(), SIZE_MAX);
+    launch_module_.assign(launches_->size(), kNoModule);
+    for (size_t i = 0; i < launches_->size(); ++i) {
+      const GpuLaunch& l = (*launches_)[i];
+      auto b = backward_spans.find(l.thread_index);
+      if (b != backward_spans.end()) launch_node_[i] = b->second.at(l.t_ns);
+      if (launch_node_[i] == SIZE_MAX && !inside_any(evaluation_, l.t_ns, l.t_ns))
+        points_[l.thread_index].push_back({l.t_ns, 1, static_cast<uint32_t>(i), true});
+    }
+  }
+
+  void sweep_threads() {
+    const std::vector<Span> fetches = fetch_spans(run_);
+    for (auto& [thread, pts] : points_) {
+      std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+        return a.t != b.t ? a.t < b.t : a.order < b.order;
+      });
+      std::vector<std::pair<uint32_t, int64_t>> stack;  // (module, entered at)
+      for (const Point& p : pts) {
+        if (p.order == 2) {
+          stack.emplace_back(p.ref, p.t);
+          if (stack.size() >= 2) stats_[stack[stack.size() - 2].first].leaf = false;
+        } else if (p.order == 0) {
+          close_module(p, thread == run_.main_thread ? &fetches : nullptr, stack);
+        } else if (p.launch) {
+          if (!stack.empty()) launch_module_[p.ref] = stack.back().first;
         } else {
-          stats[p.ref].calls += 1;
-          stats[p.ref].forward_ns += p.t - stack[pos].second;
+          const OpEvent& e = run_.timeline[p.ref];
+          const uint32_t module = stack.empty() ? kNoModule : stack.back().first;
+          // Several ops can carry one sequence number (aten::linear peeks the
+          // number aten::addmm then takes): the latest-starting one made the node.
+          auto [it, inserted] = creators_.try_emplace({e.forward_tid, e.seq_nr}, e.start_ns, module);
+          if (!inserted && e.start_ns >= it->second.first) it->second = {e.start_ns, module};
         }
-        stack.resize(pos);  // also closes scopes whose forward raised
-      } else if (p.launch) {
-        if (!stack.empty()) launch_module[p.ref] = stack.back().first;
-      } else {
-        const OpEvent& e = run.timeline[p.ref];
-        const uint32_t module = stack.empty() ? kNoModule : stack.back().first;
-        // Several ops can carry one sequence number (aten::linear peeks the
-        // number aten::addmm then takes): the latest-starting one made the node.
-        auto [it, inserted] = creator.try_emplace({e.forward_tid, e.seq_nr}, e.start_ns, module);
-        if (!inserted && e.start_ns >= it->second.first) it->second = {e.start_ns, module};
       }
     }
+  }
+
+  // A module's exit: its call's time to training, to evaluation, or (in
+  // the main thread's fetches, FETCHES) to neither.
+  void close_module(const Point& p, const std::vector<Span>* fetches, std::vector<std::pair<uint32_t, int64_t>>& stack) {
+    auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
+    if (it == stack.rend()) return;
+    const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
+    if (fetches != nullptr && inside_any(*fetches, stack[pos].second, p.t)) {
+      // the loader's transforms: data work, not the model's layers
+    } else if (inside_any(evaluation_, stack[pos].second, p.t)) {
+      stats_[p.ref].eval_calls += 1;
+      stats_[p.ref].eval_forward_ns += p.t - stack[pos].second;
+    } else {
+      stats_[p.ref].calls += 1;
+      stats_[p.ref].forward_ns += p.t - stack[pos].second;
+    }
+    stack.resize(pos);  // also closes scopes whose forward raised
   }
 
   // Backward nodes that run while torch.compile compiles (inductor traces
-  // its patterns' forward and backward on small real tensors, seen: 130 ms
-  // of ReluBackward0, AddmmBackward0, ... in a compiled MLP's first step,
-  // their forward ops inside the compiled module's call) are compile work,
-  // not a layer's backward: the module's forward span already holds them.
-  const auto compiling = compile_spans(run);
-  auto in_compilation = [&](const OpEvent& e) {
-    auto it = std::upper_bound(compiling.begin(), compiling.end(), std::make_pair(e.start_ns, INT64_MAX));
-    return it != compiling.begin() && std::prev(it)->second >= e.end_ns;
-  };
-  std::vector<int64_t> own_backward(nm, 0);
-  for (const OpEvent& e : run.timeline) {
-    if (e.kind != OpKind::kBackward) continue;
-    const int64_t d = e.end_ns - e.start_ns;
-    if (!compiling.empty() && in_compilation(e)) {
-      out.backward_unattributed_ns += d;
-      continue;
-    }
-    auto it = creator.find({e.forward_tid, e.seq_nr});
-    if (it == creator.end() || it->second.second == kNoModule) {
-      out.backward_unattributed_ns += d;
-      continue;
-    }
-    own_backward[it->second.second] += d;
-    out.backward_attributed_ns += d;
+  // its patterns' forward and backward on small real tensors, their forward
+  // ops inside the compiled module's call) are compile work, not a layer's
+  // backward: the module's forward span already holds them.
+  bool in_compilation(const OpEvent& e) const {
+    if (compiling_.empty()) return false;
+    auto it = std::upper_bound(compiling_.begin(), compiling_.end(), std::make_pair(e.start_ns, INT64_MAX));
+    return it != compiling_.begin() && std::prev(it)->second >= e.end_ns;
   }
-  for (uint32_t i = 0; i < nm; ++i) {
-    int guard = 0;
-    for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run.modules[m].parent)
-      stats[m].backward_ns += own_backward[i];
+
+  // Each backward node's time to its creator's module and the modules above it.
+  void attribute_backward(LayerAnalysis& out) {
+    std::vector<int64_t> own_backward(run_.modules.size(), 0);
+    for (const OpEvent& e : run_.timeline) {
+      if (e.kind != OpKind::kBackward) continue;
+      const int64_t d = e.end_ns - e.start_ns;
+      if (in_compilation(e)) {
+        out.backward_unattributed_ns += d;
+        continue;
+      }
+      auto it = creators_.find({e.forward_tid, e.seq_nr});
+      if (it == creators_.end() || it->second.second == kNoModule) {
+        out.backward_unattributed_ns += d;
+        continue;
+      }
+      own_backward[it->second.second] += d;
+      out.backward_attributed_ns += d;
+    }
+    for (uint32_t i = 0; i < run_.modules.size(); ++i) {
+      int guard = 0;
+      for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run_.modules[m].parent)
+        stats_[m].backward_ns += own_backward[i];
+    }
   }
-  if (launches != nullptr) {
-    for (auto& s : stats) s.gpu_forward_ns = s.gpu_backward_ns = 0;
-    for (size_t i = 0; i < launches->size(); ++i) {
-      const int64_t d = (*launches)[i].device_ns;
+
+  // Each launch's device time to its module (forward) or its backward
+  // node's creator's, and the modules above it.
+  void attribute_gpu(LayerAnalysis& out) {
+    for (auto& s : stats_) s.gpu_forward_ns = s.gpu_backward_ns = 0;
+    for (size_t i = 0; i < launches_->size(); ++i) {
+      const int64_t d = (*launches_)[i].device_ns;
       uint32_t module = kNoModule;
       bool backward = false;
-      if (launch_node[i] != SIZE_MAX) {
-        const OpEvent& node = run.timeline[launch_node[i]];
-        auto it = creator.find({node.forward_tid, node.seq_nr});
+      if (launch_node_[i] != SIZE_MAX) {
+        const OpEvent& node = run_.timeline[launch_node_[i]];
+        auto it = creators_.find({node.forward_tid, node.seq_nr});
         backward = true;
-        if (it != creator.end() && !(!compiling.empty() && in_compilation(node))) module = it->second.second;
+        if (it != creators_.end() && !in_compilation(node)) module = it->second.second;
       } else {
-        module = launch_module[i];
+        module = launch_module_[i];
       }
       if (module == kNoModule) {
         out.gpu_unattributed_ns += d;
@@ -190,23 +240,28 @@ LayerAnalysis analyze_layers(const Run& run, const std::vector<std::pair<int64_t
       }
       out.gpu_attributed_ns += d;
       int guard = 0;
-      for (int32_t m = static_cast<int32_t>(module); m >= 0 && guard++ < 256; m = run.modules[m].parent) {
-        (backward ? stats[m].gpu_backward_ns : stats[m].gpu_forward_ns) += d;
-        ++stats[m].gpu_launches;
+      for (int32_t m = static_cast<int32_t>(module); m >= 0 && guard++ < 256; m = run_.modules[m].parent) {
+        (backward ? stats_[m].gpu_backward_ns : stats_[m].gpu_forward_ns) += d;
+        ++stats_[m].gpu_launches;
       }
     }
   }
-  for (auto& s : stats) {
-    // A compiled module's children ran inside its compiled region, unseen:
-    // it is not a leaf (heavy_layer must not name it as one layer).
-    if (s.compiled) s.leaf = false;
-    if (s.calls > 0 || s.backward_ns > 0 || s.eval_calls > 0) out.layers.push_back(std::move(s));
-  }
-  std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
-    if (a.combined() != b.combined()) return a.combined() > b.combined();
-    return a.name < b.name;
-  });
-  return out;
+
+  const Run& run_;
+  const Evaluation& evaluation_;
+  const std::vector<GpuLaunch>* launches_;
+  std::vector<LayerStats> stats_;
+  std::unordered_map<uint32_t, std::vector<Point>> points_;  // per thread
+  std::vector<size_t> launch_node_;     // per launch: its backward node, SIZE_MAX for none
+  std::vector<uint32_t> launch_module_;  // per launch in forward: the module open, kNoModule for none
+  Creators creators_;
+  const std::vector<std::pair<int64_t, int64_t>> compiling_ = compile_spans(run_);
+};
+
+}  // namespace
+
+LayerAnalysis analyze_layers(const Run& run, const Evaluation& evaluation, const std::vector<GpuLaunch>* launches) {
+  return LayerSweep(run, evaluation, launches).analyse();
 }
 
 }  // namespace torchneck
