@@ -155,25 +155,29 @@ struct Parsed {
   bool valid = false;                               // at least one step with start <= end
 };
 
-Parsed parse(const Trace& t) {
-  Parsed p;
-  const auto& ev = t.events;
-  const std::vector<Ty> types = types_of(t);
+// ProfilerStepEvent.step = int(name.split('#')[1]); str() of it.
+std::string step_name_of(const std::string& name) {
+  std::string_view num = std::string_view(name).substr(name.find('#') + 1);
+  num = num.substr(0, num.find('#'));
+  size_t j = 0;
+  const bool neg = !num.empty() && num[0] == '-';
+  if (neg || (!num.empty() && num[0] == '+')) j = 1;
+  while (j + 1 < num.size() && num[j] == '0') ++j;  // int('05') == 5
+  std::string s(num.substr(j));
+  return neg && s != "0" ? "-" + s : s;
+}
 
+// StepParser.parse_steps / _parse_step: role ranges, host steps, host and
+// global min / max. Returns the host side's span (PYTHON, OPERATOR,
+// PROFILER_STEP; not user annotations).
+Range read_roles_and_steps(const Trace& t, const std::vector<Ty>& types, Parsed& p) {
   const std::unordered_set<int64_t> comm_ext = comm_external_ids(t, types);
-
-  const Correlated c = correlate(t, types);
-  const auto& rts = c.rts;
-  const auto& devs = c.devs;
-
-  // StepParser.parse_steps / _parse_step: role ranges, host steps, host and
-  // global min / max.
   std::array<Ranges, kTbRoleCount - 1> roles;
   auto add = [&](TbRole r, const Event& e) { roles[static_cast<int>(r)].emplace_back(e.ts_ns, e.end_ns()); };
   int64_t cpu_min = kMax, cpu_max = kMin, global_min = kMax, global_max = kMin;
   int64_t trace_start = kMax, trace_end = kMin;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const Event& e = ev[i];
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
     const Ty ty = types[i];
     if (ty == Ty::kNone) continue;
     const std::string& name = t.name_of(e);
@@ -188,22 +192,12 @@ Parsed parse(const Trace& t) {
         else if (is_comm_op_name(name)) add(TbRole::kCommunication, e);
         else add(TbRole::kCpuExec, e);  // every other op / annotation is "CPU Exec"
         break;
-      case Ty::kProfilerStep: {
+      case Ty::kProfilerStep:
         p.steps.emplace_back(e.ts_ns, e.end_ns());
-        // ProfilerStepEvent.step = int(name.split('#')[1]); str() of it.
-        std::string_view num = std::string_view(name).substr(name.find('#') + 1);
-        num = num.substr(0, num.find('#'));
-        size_t j = 0;
-        const bool neg = !num.empty() && num[0] == '-';
-        if (neg || (!num.empty() && num[0] == '+')) j = 1;
-        while (j + 1 < num.size() && num[j] == '0') ++j;  // int('05') == 5
-        std::string s(num.substr(j));
-        p.step_names.push_back(neg && s != "0" ? "-" + s : s);
+        p.step_names.push_back(step_name_of(name));
         break;
-      }
       default: break;
     }
-    // Host side min and max: PYTHON, OPERATOR, PROFILER_STEP (not user annotations).
     if (ty == Ty::kOperator || ty == Ty::kProfilerStep) {
       cpu_min = std::min(cpu_min, e.ts_ns);
       cpu_max = std::max(cpu_max, e.end_ns());
@@ -218,105 +212,118 @@ Parsed parse(const Trace& t) {
   p.global_start = trace_start != kMax ? trace_start : global_min;
   p.global_end = trace_end != kMin ? trace_end : global_max;
   for (size_t i = 0; i < roles.size(); ++i) p.role_ranges[i] = merge_ranges(std::move(roles[i]));
-  if (p.steps.empty()) {  // no ProfilerStep: all host events form step "0"
-    // No op nor ProfilerStep at all: the plugin's step would be
-    // (sys.maxsize, -sys.maxsize - 1); we show no step.
-    if (cpu_min > cpu_max) return p;
-    p.steps.emplace_back(cpu_min, cpu_max);
-    p.step_names.emplace_back("0");
-  }
+  return {cpu_min, cpu_max};
+}
 
-  // StepParser._find_device_steps: a two-way merge of the runtimes (by
-  // start) with the host steps; a runtime wholly inside a step extends that
-  // step's device span to its device nodes.
-  const size_t n_steps = p.steps.size();
+// What each host step launched on the device (StepParser._find_device_steps).
+struct DeviceSteps {
+  std::vector<Range> spans;             // per step: its device work's span, {kMax, kMin} for none
+  std::vector<int64_t> matched_count;   // per step: device nodes of the runtimes inside it
+  std::vector<char> rt_matched;         // per runtime: inside some step
+  bool any_matched = false;
+};
+
+// A two-way merge of the runtimes (by start) with the host steps; a runtime
+// wholly inside a step extends that step's device span to its device nodes.
+DeviceSteps find_device_steps(const Ranges& steps, const std::vector<Correlated::Rt>& rts) {
+  const size_t n_steps = steps.size();
+  DeviceSteps d{std::vector<Range>(n_steps, {kMax, kMin}), std::vector<int64_t>(n_steps, 0),
+                std::vector<char>(rts.size(), 0), false};
   std::vector<uint32_t> order(rts.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return rts[a].start < rts[b].start; });
-  std::vector<Range> steps_device(n_steps, {kMax, kMin});
-  std::vector<int64_t> matched_count(n_steps, 0);
-  std::vector<char> rt_matched(rts.size(), 0);
-  bool any_matched = false;
-  {
-    size_t i_step = 0, i_rt = 0;
-    int64_t dmin = kMax, dmax = kMin;
-    while (i_step < n_steps && i_rt < order.size()) {
-      const auto& rt = rts[order[i_rt]];
-      const int64_t s0 = p.steps[i_step].first, s1 = p.steps[i_step].second;
-      if (rt.start < s0) {
-        ++i_rt;  // ahead of or across the step's start
-      } else if (rt.end <= s1) {
-        if (!rt.devs.empty()) {  // inside: scan its device nodes
-          dmin = std::min(dmin, rt.dev_min);
-          dmax = std::max(dmax, rt.dev_max);
-          rt_matched[order[i_rt]] = 1;
-          any_matched = true;
-          matched_count[i_step] += static_cast<int64_t>(rt.devs.size());
-        }
-        ++i_rt;
-      } else if (rt.start < s1) {
-        ++i_rt;  // across the step's end
-      } else {
-        steps_device[i_step] = {dmin, dmax};  // starts after the step: next step, same runtime
-        ++i_step;
-        dmin = kMax;
-        dmax = kMin;
+  size_t i_step = 0, i_rt = 0;
+  int64_t dmin = kMax, dmax = kMin;
+  while (i_step < n_steps && i_rt < order.size()) {
+    const auto& rt = rts[order[i_rt]];
+    const int64_t s0 = steps[i_step].first, s1 = steps[i_step].second;
+    if (rt.start < s0) {
+      ++i_rt;  // ahead of or across the step's start
+    } else if (rt.end <= s1) {
+      if (!rt.devs.empty()) {  // inside: scan its device nodes
+        dmin = std::min(dmin, rt.dev_min);
+        dmax = std::max(dmax, rt.dev_max);
+        d.rt_matched[order[i_rt]] = 1;
+        d.any_matched = true;
+        d.matched_count[i_step] += static_cast<int64_t>(rt.devs.size());
       }
-    }
-    while (i_step < n_steps) {
-      steps_device[i_step] = {dmin, dmax};
+      ++i_rt;
+    } else if (rt.start < s1) {
+      ++i_rt;  // across the step's end
+    } else {
+      d.spans[i_step] = {dmin, dmax};  // starts after the step: next step, same runtime
+      ++i_step;
       dmin = kMax;
       dmax = kMin;
-      ++i_step;
     }
   }
+  while (i_step < n_steps) {
+    d.spans[i_step] = {dmin, dmax};
+    dmin = kMax;
+    dmax = kMin;
+    ++i_step;
+  }
+  return d;
+}
+
+// StepParser._update_steps_duration: each step runs from the previous
+// step's end (or its own host start, if later) to the end of its host span
+// or of the device work it launched, whichever is later. Tail steps whose
+// kernels were (probably) not all captured are dropped: after the last step
+// that launched device work, and that one too when it launched fewer than
+// 80 % of its predecessor's device nodes.
+void update_steps_duration(int64_t prev, const DeviceSteps& d, Parsed& p) {
+  const size_t n_steps = p.steps.size();
+  for (size_t i = 0; i < n_steps; ++i) {
+    const int64_t start = std::max(prev, p.steps[i].first);
+    int64_t end = p.steps[i].second;
+    if (d.spans[i].first == kMax) {
+      end = std::max(end, start);
+    } else {
+      end = std::max(end, d.spans[i].second);
+      if (end < start) end = start;  // "Abnormal step_end_time"
+    }
+    p.steps[i] = {start, end};
+    prev = end;
+  }
+  if (n_steps <= 1) return;
+  int64_t i = static_cast<int64_t>(n_steps) - 1;
+  while (i >= 0 && d.matched_count[i] == 0) --i;
+  if (i < 0) return;
+  size_t keep = static_cast<size_t>(i) + 1;
+  if (i > 0 && static_cast<double>(d.matched_count[i - 1]) * 0.8 > static_cast<double>(d.matched_count[i]))
+    keep = static_cast<size_t>(i);
+  if (keep < n_steps) {
+    p.removed_tail = static_cast<int>(n_steps - keep);
+    p.steps.resize(keep);
+    p.step_names.resize(keep);
+  }
+}
+
+Parsed parse(const Trace& t) {
+  Parsed p;
+  const std::vector<Ty> types = types_of(t);
+  const Correlated c = correlate(t, types);
+  const Range host = read_roles_and_steps(t, types, p);
+  if (p.steps.empty()) {  // no ProfilerStep: all host events form step "0"
+    // No op nor ProfilerStep at all: the plugin's step would be
+    // (sys.maxsize, -sys.maxsize - 1); we show no step.
+    if (host.first > host.second) return p;
+    p.steps.emplace_back(host.first, host.second);
+    p.step_names.emplace_back("0");
+  }
+  const DeviceSteps d = find_device_steps(p.steps, c.rts);
   // The device work not launched inside any step and ending before step 0's
   // first device work moves step 0's start to its end.
-  std::optional<int64_t> prev_end;
-  if (any_matched) {
-    prev_end = p.steps[0].first;
-    if (steps_device[0].first != kMax) {
-      for (const auto& d : devs) {
-        const bool matched = d.owner >= 0 && rt_matched[d.owner];
-        if (!matched && d.end < steps_device[0].first) prev_end = std::max(*prev_end, d.end);
+  if (d.any_matched) {
+    int64_t prev_end = p.steps[0].first;
+    if (d.spans[0].first != kMax) {
+      for (const auto& dev : c.devs) {
+        const bool matched = dev.owner >= 0 && d.rt_matched[dev.owner];
+        if (!matched && dev.end < d.spans[0].first) prev_end = std::max(prev_end, dev.end);
       }
     }
-  }
-
-  // StepParser._update_steps_duration: each step runs from the previous
-  // step's end (or its own host start, if later) to the end of its host span
-  // or of the device work it launched, whichever is later.
-  if (prev_end) {
-    int64_t prev = *prev_end;
-    for (size_t i = 0; i < n_steps; ++i) {
-      const int64_t start = std::max(prev, p.steps[i].first);
-      int64_t end = p.steps[i].second;
-      if (steps_device[i].first == kMax) {
-        end = std::max(end, start);
-      } else {
-        end = std::max(end, steps_device[i].second);
-        if (end < start) end = start;  // "Abnormal step_end_time"
-      }
-      p.steps[i] = {start, end};
-      prev = end;
-    }
-    // Tail steps whose kernels were (probably) not all captured are dropped:
-    // after the last step that launched device work, and that one too when
-    // it launched fewer than 80 % of its predecessor's device nodes.
-    if (n_steps > 1) {
-      int64_t i = static_cast<int64_t>(n_steps) - 1;
-      while (i >= 0 && matched_count[i] == 0) --i;
-      if (i >= 0) {
-        size_t keep = static_cast<size_t>(i) + 1;
-        if (i > 0 && static_cast<double>(matched_count[i - 1]) * 0.8 > static_cast<double>(matched_count[i]))
-          keep = static_cast<size_t>(i);
-        if (keep < n_steps) {
-          p.removed_tail = static_cast<int>(n_steps - keep);
-          p.steps.resize(keep);
-          p.step_names.resize(keep);
-        }
-      }
-    }
+    update_steps_duration(prev_end, d, p);
   }
   p.valid = !p.steps.empty();
   return p;
