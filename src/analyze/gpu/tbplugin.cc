@@ -411,6 +411,107 @@ std::vector<StepBreakdownTb> tb_step_breakdown(const Run& run) { return tb_overv
 // parser.steps[0][0], parser.steps[-1][1]), per GPU (kernel args "device").
 namespace {
 
+// One GPU's kernels, and their blocks per SM and occupancy where given.
+struct DeviceKernels {
+  Ranges kernels;
+  struct Valued {
+    int64_t a, b;
+    double v;
+  };
+  std::vector<Valued> blocks, occupancy;
+};
+
+// The utilisation timeline: buckets of 10^k us, (10, 100] of them, over
+// [global start, global end]; the last bucket takes the remainder.
+void utilization_timeline(const Ranges& merged, const Parsed& p, TbDeviceMetrics& out) {
+  const double range_us = static_cast<double>(p.global_end - p.global_start) / 1e3;
+  int64_t bucket_us = 1;
+  while (range_us / static_cast<double>(bucket_us) > 100) bucket_us *= 10;
+  const int64_t buckets = static_cast<int64_t>(range_us / static_cast<double>(bucket_us));
+  const int64_t bns = bucket_us * 1000;
+  out.util_bucket_ns = bns;
+  if (buckets <= 0 || merged.empty()) return;
+  std::vector<Range> br(buckets);
+  for (int64_t i = 0; i < buckets; ++i)
+    br[i] = {p.global_start + i * bns, i < buckets - 1 ? p.global_start + (i + 1) * bns : p.global_end};
+  std::vector<double> busy(buckets, 0.0);
+  size_t ri = 0;
+  int64_t bi = 0;
+  while (ri < merged.size() && bi < buckets) {
+    const Range& r = merged[ri];
+    const Range& b = br[bi];
+    if (b.second <= r.first) {
+      ++bi;
+    } else if (b.first >= r.second) {
+      ++ri;
+    } else {
+      busy[bi] += static_cast<double>(std::min(r.second, b.second) - std::max(r.first, b.first));
+      if (b.second < r.second) ++bi;
+      else ++ri;
+    }
+  }
+  for (int64_t i = 0; i < buckets; ++i)
+    out.util_timeline.emplace_back(br[i].first, busy[i] / static_cast<double>(br[i].second - br[i].first));
+  out.util_timeline.emplace_back(br.back().second, 0.0);
+}
+
+// calculate_approximated_sm_efficiency with merge_ranges_with_value: a
+// sweep over the kernels' start / end points (START before END at equal
+// times), the value being min(sum of running kernels' blocks per SM, 1);
+// weighted by time within the steps [S0, S1], divided by their whole span.
+void sm_efficiency(const std::vector<DeviceKernels::Valued>& blocks, int64_t s0, int64_t s1, TbDeviceMetrics& out) {
+  struct Ep {
+    int64_t time;
+    int type;  // 0 START, 1 END
+    double value;
+  };
+  std::vector<Ep> eps;
+  eps.reserve(blocks.size() * 2);
+  for (const auto& b : blocks) {
+    eps.push_back({b.a, 0, b.v});
+    eps.push_back({b.b, 1, b.v});
+  }
+  std::stable_sort(eps.begin(), eps.end(),
+                   [](const Ep& x, const Ep& y) { return x.time != y.time ? x.time < y.time : x.type < y.type; });
+  if (!eps.empty()) {
+    int64_t last_t = eps[0].time;
+    double last_v = eps[0].value;
+    for (size_t i = 1; i < eps.size(); ++i) {
+      const Ep& ep = eps[i];
+      if (ep.time > last_t && last_v > 0.0) out.sm_efficiency_ranges.push_back({last_t, ep.time, std::min(last_v, 1.0)});
+      last_t = ep.time;
+      if (ep.type == 0) last_v += ep.value;
+      else last_v -= ep.value;
+    }
+  }
+  bool any = false;
+  double weighted = 0;
+  for (const auto& r : out.sm_efficiency_ranges) {
+    const int64_t a = std::max(r.start_ns, s0), b = std::min(r.end_ns, s1);
+    if (b > a) {
+      any = true;
+      weighted += r.value * static_cast<double>(b - a);
+    }
+  }
+  if (any && s1 > s0) out.sm_efficiency = weighted / static_cast<double>(s1 - s0);
+}
+
+// calculate_occupancy: weighted by each kernel's time within the steps,
+// divided by that same time.
+void achieved_occupancy(const std::vector<DeviceKernels::Valued>& occupancy, int64_t s0, int64_t s1,
+                        TbDeviceMetrics& out) {
+  int64_t total = 0;
+  double occ = 0;
+  for (const auto& r : occupancy) {
+    const int64_t a = std::max(r.a, s0), b = std::min(r.b, s1);
+    if (a < b) {
+      occ += r.v * static_cast<double>(b - a);
+      total += b - a;
+    }
+  }
+  if (total > 0) out.achieved_occupancy = occ / static_cast<double>(total);
+}
+
 TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p) {
   TbGpuMetrics m;
   if (!p.valid) return m;
@@ -419,26 +520,16 @@ TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p) {
   m.steps_end_ns = s1;
   m.global_start_ns = p.global_start;
   m.global_end_ns = p.global_end;
-
-  struct Per {
-    Ranges kernels;
-    struct V {
-      int64_t a, b;
-      double v;
-    };
-    std::vector<V> blocks, occupancy;
-  };
-  std::map<int64_t, Per> per;  // gpu_ids, in id order
+  std::map<int64_t, DeviceKernels> per;  // gpu_ids, in id order
   for (const Event& e : t.events) {
     if (e.cat != Cat::kKernel || e.device < 0) continue;  // parse_event: gpu_id None -> skipped
-    Per& d = per[e.device];
+    DeviceKernels& d = per[e.device];
     d.kernels.emplace_back(e.ts_ns, e.end_ns());
     // "blocks per SM" must be > 0, "est. achieved occupancy %" >= 0; the model's
     // -1 means the arg was absent (None), which the plugin skips too.
     if (e.blocks_per_sm > 0.0) d.blocks.push_back({e.ts_ns, e.end_ns(), e.blocks_per_sm});
     if (e.est_occupancy >= 0.0) d.occupancy.push_back({e.ts_ns, e.end_ns(), e.est_occupancy});
   }
-
   for (auto& [id, d] : per) {
     TbDeviceMetrics out;
     out.device = id;
@@ -446,98 +537,9 @@ TbGpuMetrics gpu_metrics_of(const Trace& t, const Parsed& p) {
     const Ranges merged = merge_ranges(std::move(d.kernels));
     out.busy_ns = sum_within(merged, s0, s1);
     out.utilization = s1 > s0 ? static_cast<double>(out.busy_ns) / static_cast<double>(s1 - s0) : 0.0;
-
-    // The timeline: buckets of 10^k µs, (10, 100] of them, over
-    // [global start, global end]; the last bucket takes the remainder.
-    {
-      const double range_us = static_cast<double>(p.global_end - p.global_start) / 1e3;
-      int64_t bucket_us = 1;
-      while (range_us / static_cast<double>(bucket_us) > 100) bucket_us *= 10;
-      const int64_t buckets = static_cast<int64_t>(range_us / static_cast<double>(bucket_us));
-      const int64_t bns = bucket_us * 1000;
-      out.util_bucket_ns = bns;
-      if (buckets > 0 && !merged.empty()) {
-        std::vector<Range> br(buckets);
-        for (int64_t i = 0; i < buckets; ++i)
-          br[i] = {p.global_start + i * bns, i < buckets - 1 ? p.global_start + (i + 1) * bns : p.global_end};
-        std::vector<double> busy(buckets, 0.0);
-        size_t ri = 0;
-        int64_t bi = 0;
-        while (ri < merged.size() && bi < buckets) {
-          const Range& r = merged[ri];
-          const Range& b = br[bi];
-          if (b.second <= r.first) {
-            ++bi;
-          } else if (b.first >= r.second) {
-            ++ri;
-          } else {
-            busy[bi] += static_cast<double>(std::min(r.second, b.second) - std::max(r.first, b.first));
-            if (b.second < r.second) ++bi;
-            else ++ri;
-          }
-        }
-        for (int64_t i = 0; i < buckets; ++i)
-          out.util_timeline.emplace_back(br[i].first, busy[i] / static_cast<double>(br[i].second - br[i].first));
-        out.util_timeline.emplace_back(br.back().second, 0.0);
-      }
-    }
-
-    // calculate_approximated_sm_efficiency with merge_ranges_with_value: a
-    // sweep over the kernels' start / end points (START before END at equal
-    // times), the value being min(sum of running kernels' blocks per SM, 1).
-    {
-      struct Ep {
-        int64_t time;
-        int type;  // 0 START, 1 END
-        double value;
-      };
-      std::vector<Ep> eps;
-      eps.reserve(d.blocks.size() * 2);
-      for (const auto& b : d.blocks) {
-        eps.push_back({b.a, 0, b.v});
-        eps.push_back({b.b, 1, b.v});
-      }
-      std::stable_sort(eps.begin(), eps.end(),
-                       [](const Ep& x, const Ep& y) { return x.time != y.time ? x.time < y.time : x.type < y.type; });
-      if (!eps.empty()) {
-        int64_t last_t = eps[0].time;
-        double last_v = eps[0].value;
-        for (size_t i = 1; i < eps.size(); ++i) {
-          const Ep& ep = eps[i];
-          if (ep.time > last_t && last_v > 0.0)
-            out.sm_efficiency_ranges.push_back({last_t, ep.time, std::min(last_v, 1.0)});
-          last_t = ep.time;
-          if (ep.type == 0) last_v += ep.value;
-          else last_v -= ep.value;
-        }
-      }
-      // Weighted by time within the steps, divided by the steps' whole span.
-      bool any = false;
-      double weighted = 0;
-      for (const auto& r : out.sm_efficiency_ranges) {
-        const int64_t a = std::max(r.start_ns, s0), b = std::min(r.end_ns, s1);
-        if (b > a) {
-          any = true;
-          weighted += r.value * static_cast<double>(b - a);
-        }
-      }
-      if (any && s1 > s0) out.sm_efficiency = weighted / static_cast<double>(s1 - s0);
-    }
-
-    // calculate_occupancy: weighted by each kernel's time within the steps,
-    // divided by that same time.
-    {
-      int64_t total = 0;
-      double occ = 0;
-      for (const auto& r : d.occupancy) {
-        const int64_t a = std::max(r.a, s0), b = std::min(r.b, s1);
-        if (a < b) {
-          occ += r.v * static_cast<double>(b - a);
-          total += b - a;
-        }
-      }
-      if (total > 0) out.achieved_occupancy = occ / static_cast<double>(total);
-    }
+    utilization_timeline(merged, p, out);
+    sm_efficiency(d.blocks, s0, s1, out);
+    achieved_occupancy(d.occupancy, s0, s1, out);
     m.devices.push_back(std::move(out));
   }
   return m;
