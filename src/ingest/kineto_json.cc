@@ -226,6 +226,156 @@ bool events_in_two(Parser& p, const char* buf, const EventsLayout& layout, size_
 // The text did not arrive whole (ArrivingText::finish): read it again.
 struct NotWhole {};
 
+std::runtime_error invalid_json(const std::string& path, const BigBytes& json, simdjson::error_code err) {
+  return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
+                            simdjson::error_message(err) + ")");
+}
+
+// No events array to stream (or one the scanner cannot split): the whole
+// document in one DOM, which also finds what is wrong with it.
+void parse_whole_document(BigBytes& json, const std::string& path, Parser& p) {
+  dom::parser parser;
+  dom::element root;
+  if (const auto err = parser.parse(json.data(), json.size(), false).get(root)) throw invalid_json(path, json, err);
+  try {
+    p.document(root);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
+  }
+}
+
+// The events array in one pass, as a stream of one small document per event
+// (the commas between them blanked by the caller), in batches of BATCH
+// bytes. The text already read is given back as the events are read (in
+// whole huge pages, a generous two batches behind the element being read:
+// simdjson reads on, never back), so that the peak memory is not the whole
+// text plus the events read from it; an error past that point is then found
+// by walking the elements from the first one still whole.
+void stream_events_one_pass(BigBytes& json, const std::string& path, const EventsLayout& layout, size_t batch,
+                            const std::vector<ExactTime>& exact, Parser& p, Trace& t,
+                            const std::function<void(size_t, size_t)>& progress) {
+  char* buf = json.data();
+  const size_t first = layout.begin + 1, len = layout.end - first;
+  dom::parser stream_parser;
+#ifdef SIMDJSON_THREADS_ENABLED
+  // No stage-1 thread of its own: as fast end to end, less CPU, and its
+  // buffers are not there twice (docs/analyze.md).
+  stream_parser.threaded = false;
+#endif
+  simdjson::dom::document_stream docs;
+  size_t released = 0;
+  auto restore = [&] {
+    for (size_t c : layout.commas)
+      if (c >= released) buf[c] = ',';
+  };
+  auto invalid_here = [&](simdjson::error_code err) {
+    if (released == 0) return invalid_json(path, json, err);
+    return std::runtime_error(path + ": byte " + std::to_string(error_offset_after(json, layout, released)) +
+                              ": not valid JSON (" + simdjson::error_message(err) + ")");
+  };
+  if (const auto err = stream_parser.parse_many(buf + first, len, batch).get(docs)) {
+    restore();
+    throw invalid_json(path, json, err);
+  }
+  // Sized once: grown by doubling, the copies fault in fresh pages. The
+  // events: the elements whose "ph" may be "X"; the flows (a third of the
+  // elements in a trace with fwdbwd/ac2g flows): the others.
+  size_t complete = 0;
+  for (size_t i = 0; i < exact.size() && i < layout.elements; ++i) complete += exact[i].maybe_complete;
+  t.events.reserve(complete);
+  t.flows.reserve(layout.elements - std::min(complete, layout.elements));
+  size_t n = 0, read = 0;
+  try {
+    for (auto doc : docs) {
+      dom::element el;
+      if (const auto err = doc.get(el)) {
+        restore();
+        throw invalid_here(err);
+      }
+      p.event_element(el);
+      if (progress && (++n & 0x3FFF) == 0)
+        progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), json.size());
+      if ((++read & 0x3FF) == 0 && read < layout.elements) {
+        const size_t behind = layout.commas[read - 1] > 2 * batch ? layout.commas[read - 1] - 2 * batch : 0;
+        if (behind > std::max(released, first) + (size_t{2} << 20))
+          if (const size_t upto = json.release(std::max(released, first), behind)) released = upto;
+      }
+    }
+  } catch (const Fail& e) {
+    throw std::runtime_error(path + ": event " + std::to_string(p.parsed()) + ": " + e.what());
+  }
+  if (p.parsed() != layout.elements) {
+    restore();
+    throw invalid_here(simdjson::TAPE_ERROR);
+  }
+}
+
+// The text around the events array, with "[]" for it: the same JSON as the
+// whole text with the array blanked, without scanning megabytes of blanks.
+// Only when it is invalid, the whole text, blanked, to say where.
+void parse_around_events(BigBytes& json, const std::string& path, const EventsLayout& layout, Parser& p) {
+  char* buf = json.data();
+  const size_t first = layout.begin + 1, len = layout.end - first;
+  dom::parser top_parser;
+  dom::element root;
+  std::string around;
+  around.reserve(first + (json.size() - layout.end));
+  around.append(buf, first).append(buf + layout.end, json.size() - layout.end);
+  const simdjson::padded_string around_text(around);
+  if (top_parser.parse(around_text).get(root)) {
+    std::memset(buf + first, ' ', len);
+    if (const auto err = top_parser.parse(json.data(), json.size(), false).get(root))
+      throw invalid_json(path, json, err);
+  }
+  try {
+    p.top_level(root);
+  } catch (const std::exception& e) {
+    // The metadata around the events (deviceProperties, distributedInfo):
+    // the position we know is where the events end.
+    throw std::runtime_error(path + ": byte " + std::to_string(layout.end + 1) +
+                             ": in the metadata after \"traceEvents\": " + e.what());
+  }
+}
+
+// The events array is most of the file. Parsed as a stream of one small
+// document per event (the commas between them blanked), the parser's
+// buffers are sized by a batch, not by the file: memory stays near the
+// text's own size. Then the top level, with the array blanked, for the
+// metadata around it.
+void parse_events_array(BigBytes& json, const std::string& path, const EventsLayout& layout,
+                        const std::vector<ExactTime>& exact, std::optional<Parser>& p, Trace& t,
+                        const std::function<void(size_t, size_t)>& progress) {
+  char* buf = json.data();
+  for (size_t c : layout.commas) buf[c] = ' ';
+  const size_t len = layout.end - (layout.begin + 1);
+  // Batches of 128 KB (small inputs: their own size), at least the largest
+  // event: the parser's buffers (two parsers: simdjson's stage-1 thread has
+  // its own) are sized by the batch; larger ones only raise the peak memory.
+  const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 17, len + 64), layout.largest + 64);
+  // A large array: its two halves on two threads, when that reads exactly
+  // what one pass would; anything unusual (an error, ids it cannot place)
+  // and the one pass below does it all again, errors included.
+  bool in_two = false;
+  if (layout.elements >= parallel_min_events && layout.elements >= 2) {
+    p.emplace(t, progress, json.size(), exact);
+    // Smaller batches: two parsers (each with its stage-1 thread's) at once.
+    const size_t half_batch = std::max<size_t>(std::min<size_t>(size_t{1} << 18, len + 64), layout.largest + 64);
+    in_two = events_in_two(*p, buf, layout, half_batch, exact, json.size());
+    if (!in_two) {
+      p.reset();
+      const std::string source = t.source;
+      t = Trace();
+      t.source = source;
+    }
+  }
+  if (!in_two) {
+    p.emplace(t, progress, json.size(), exact);
+    stream_events_one_pass(json, path, layout, batch, exact, *p, t, progress);
+  }
+  ingest_phase(in_two ? "events (2 threads)" : "events");
+  parse_around_events(json, path, layout, *p);
+}
+
 // `arriving`: the text is still being written into json (scanned as it
 // arrives); throws NotWhole if it does not arrive whole.
 Trace parse_padded(BigBytes& json, const std::string& path, const std::function<void(size_t, size_t)>& progress,
@@ -242,136 +392,12 @@ Trace parse_padded(BigBytes& json, const std::string& path, const std::function<
   if (opening == std::string_view::npos) throw std::runtime_error(path + ": byte 0: the file is empty");
   if (text[opening] != '{' && text[opening] != '[')  // as read_trace_file says it, for a text given in memory
     throw std::runtime_error(detail::not_a_json_trace(path, opening, text[opening]));
-  auto invalid = [&](simdjson::error_code err) {
-    return std::runtime_error(path + ": byte " + std::to_string(error_offset(json)) + ": not valid JSON (" +
-                              simdjson::error_message(err) + ")");
-  };
   std::optional<Parser> p;
-
   if (!layout.found || !layout.well_separated || layout.elements == 0) {
-    // No events array to stream (or one the scanner cannot split): the
-    // whole document in one DOM, which also finds what is wrong with it.
     p.emplace(t, progress, text.size(), exact);
-    dom::parser parser;
-    dom::element root;
-    if (const auto err = parser.parse(json.data(), json.size(), false).get(root)) throw invalid(err);
-    try {
-      p->document(root);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(p->parsed()) + ": " + e.what());
-    }
+    parse_whole_document(json, path, *p);
   } else {
-    // The events array is most of the file. Parsed as a stream of one small
-    // document per event (the commas between them blanked), the parser's
-    // buffers are sized by a batch, not by the file: memory stays near the
-    // text's own size. Then the top level, with the array blanked, for the
-    // metadata around it.
-    char* buf = json.data();
-    for (size_t c : layout.commas) buf[c] = ' ';
-    const size_t first = layout.begin + 1, len = layout.end - first;
-    // Batches of 128 KB (small inputs: their own size), at least the largest
-    // event: the parser's buffers (two parsers: simdjson's stage-1 thread
-    // has its own) are sized by the batch. Same speed as 256 KB and 1 MB;
-    // peak RSS 28.1 -> 26.5 MB on a100_nccl_rank0_of2 (9.3 MB of JSON)
-    // from 256 KB, resnet50 58 -> 54 MB from 1 MB.
-    const size_t batch = std::max<size_t>(std::min<size_t>(size_t{1} << 17, len + 64), layout.largest + 64);
-    // A large array: its two halves on two threads, when that reads exactly
-    // what one pass would; anything unusual (an error, ids it cannot place)
-    // and the one pass below does it all again, errors included.
-    bool in_two = false;
-    if (layout.elements >= parallel_min_events && layout.elements >= 2) {
-      p.emplace(t, progress, text.size(), exact);
-      // Smaller batches: two parsers (each with its stage-1 thread's) at once.
-      const size_t half_batch = std::max<size_t>(std::min<size_t>(size_t{1} << 18, len + 64), layout.largest + 64);
-      in_two = events_in_two(*p, buf, layout, half_batch, exact, text.size());
-      if (!in_two) {
-        p.reset();
-        t = Trace();
-        t.source = path;
-      }
-    }
-    if (!in_two) {
-    p.emplace(t, progress, text.size(), exact);
-    dom::parser stream_parser;
-#ifdef SIMDJSON_THREADS_ENABLED
-    // No stage-1 thread of its own: as fast end to end (21 interleaved runs
-    // on rank0 and resnet50: 95.3 vs 95.2 ms, 110.0 vs 110.1), 4 % less CPU,
-    // and its buffers are not there twice: a100_nccl peak RSS 26.4 -> 24.7 MB.
-    stream_parser.threaded = false;
-#endif
-    simdjson::dom::document_stream docs;
-    size_t released = 0;  // see below
-    auto restore = [&] {
-      for (size_t c : layout.commas)
-        if (c >= released) buf[c] = ',';
-    };
-    if (const auto err = stream_parser.parse_many(buf + first, len, batch).get(docs)) {
-      restore();
-      throw invalid(err);
-    }
-    size_t n = 0, read = 0;
-    // The text already read is given back as the events are read (in whole
-    // huge pages, a generous two batches behind the element being read:
-    // simdjson reads on, never back), so that the peak memory is not the
-    // whole text plus the events read from it; an error past that point is
-    // then found by walking the elements from the first one still whole.
-    auto invalid_here = [&](simdjson::error_code err) {
-      if (released == 0) return invalid(err);
-      return std::runtime_error(path + ": byte " + std::to_string(error_offset_after(json, layout, released)) +
-                                ": not valid JSON (" + simdjson::error_message(err) + ")");
-    };
-    // Sized once: grown by doubling, the copies fault in fresh pages. The
-    // events: the elements whose "ph" may be "X"; the flows (a third of the
-    // elements in a trace with fwdbwd/ac2g flows): the others.
-    size_t complete = 0;
-    for (size_t i = 0; i < exact.size() && i < layout.elements; ++i) complete += exact[i].maybe_complete;
-    t.events.reserve(complete);
-    t.flows.reserve(layout.elements - std::min(complete, layout.elements));
-    try {
-      for (auto doc : docs) {
-        dom::element el;
-        if (const auto err = doc.get(el)) {
-          restore();
-          throw invalid_here(err);
-        }
-        p->event_element(el);
-        if (progress && (++n & 0x3FFF) == 0) progress(first + docs.size_in_bytes() * n / std::max<size_t>(1, layout.elements), text.size());
-        if ((++read & 0x3FF) == 0 && read < layout.elements) {
-          const size_t behind = layout.commas[read - 1] > 2 * batch ? layout.commas[read - 1] - 2 * batch : 0;
-          if (behind > std::max(released, first) + (size_t{2} << 20))
-            if (const size_t upto = json.release(std::max(released, first), behind)) released = upto;
-        }
-      }
-    } catch (const Fail& e) {
-      throw std::runtime_error(path + ": event " + std::to_string(p->parsed()) + ": " + e.what());
-    }
-    if (p->parsed() != layout.elements) {
-      restore();
-      throw invalid_here(simdjson::TAPE_ERROR);
-    }
-    }
-    ingest_phase(in_two ? "events (2 threads)" : "events");
-    // The text around the events array, with "[]" for it: the same JSON as
-    // the whole text with the array blanked, without scanning megabytes of
-    // blanks. Only when it is invalid, the whole text, blanked, to say where.
-    dom::parser top_parser;
-    dom::element root;
-    std::string around;
-    around.reserve(first + (json.size() - layout.end));
-    around.append(buf, first).append(buf + layout.end, json.size() - layout.end);
-    const simdjson::padded_string around_text(around);
-    if (top_parser.parse(around_text).get(root)) {
-      std::memset(buf + first, ' ', len);
-      if (const auto err = top_parser.parse(json.data(), json.size(), false).get(root)) throw invalid(err);
-    }
-    try {
-      p->top_level(root);
-    } catch (const std::exception& e) {
-      // The metadata around the events (deviceProperties, distributedInfo):
-      // the position we know is where the events end.
-      throw std::runtime_error(path + ": byte " + std::to_string(layout.end + 1) + ": in the metadata after \"traceEvents\": " +
-                               e.what());
-    }
+    parse_events_array(json, path, layout, exact, p, t, progress);
   }
   ingest_phase("top level");
   sort_events(t.events);
