@@ -35,9 +35,8 @@ struct ExperimentResult {
 inline constexpr size_t kTryMinSteps = 5;
 // A gain under this is no gain: the runs alternate (baseline, try, try,
 // baseline), so a steady drift of the machine cancels, but its jitter
-// between runs does not; on the shared 2-core VM this was measured on,
-// two runs of one script differ by ~4 % (docs/diff.md). A finding whose
-// measured gain stays under it is demoted to low.
+// between runs does not (a few percent on a shared machine, docs/diff.md).
+// A finding whose measured gain stays under it is demoted to low.
 inline constexpr double kTryNoiseFloorPct = 3.0;
 
 std::vector<ExperimentResult> analyze_experiments(const Run& run);

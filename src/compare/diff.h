@@ -40,11 +40,9 @@ struct FindingChange {
 
 // Changes smaller than this are by default never called significant
 // (--noise-floor): the interval covers each run's step-to-step noise, not
-// the machine's speed drifting between two runs. On the shared 2-core VM
-// this was measured on, eight runs in a row of one script (4 ms steps)
-// differed by 0.4 to 9.1 % from one to the next by the script's own clock,
-// median 4 % (docs/diff.md); 5 % keeps most of that out of the verdict
-// without hiding the changes a fix makes.
+// the machine's speed drifting between two runs, which on a shared machine
+// is a few percent (docs/diff.md has the measurement): 5 % keeps most of it
+// out of the verdict without hiding the changes a fix makes.
 inline constexpr double kDefaultNoiseFloorPct = 5.0;
 // Fewer steady steps than this in either run: the interval is too rough to
 // call anything.

@@ -1,9 +1,7 @@
 // Memory for the largest buffer of an analysis (a trace's text): mapped in
 // whole, aligned 2 MiB units and advised as transparent huge pages, so that
-// a 15 MB buffer is faulted in with ~8 faults instead of ~3700. On the VMs
-// torchneck is measured on, a 4 KiB page fault costs ~12 us (a 32 MB buffer:
-// 100 ms in 4 KiB pages; 2 to 37 ms in huge pages, as the host has backed
-// them already or not), more than parsing the text;
+// a 15 MB buffer is faulted in with ~8 faults instead of ~3700: in 4 KiB
+// pages the faults cost more than parsing the text (docs/analyze.md).
 // glibc's own mappings (hugetlb=1) are not 2 MiB-aligned, so their first and
 // last megabytes still fault page by page. Where transparent huge pages are
 // off the advice does nothing: 4 KiB pages, as from malloc.

@@ -158,10 +158,9 @@ void sort_events(std::vector<Event>& events) {
 
 // Two threads are opt-in (detail::set_parallel_min_events / _min_bytes;
 // `torchneck analyze` with TORCHNECK_INGEST_THREADS=2 sets 8192 events and
-// 1 MiB): on the 2-core VM this was measured on, with other work on both
-// cores, the second thread's own arena and stacks cost more page faults
-// (~1400 on v100_resnet_rank0, each tens of microseconds there) than its
-// parallelism won back.
+// 1 MiB): with other work on both cores, the second thread's own arena
+// and stacks cost more page faults than its parallelism wins back
+// (docs/analyze.md).
 size_t parallel_min_events = SIZE_MAX;
 size_t parallel_min_bytes = SIZE_MAX;
 

@@ -66,9 +66,8 @@ class TextBounds {
 BigBytes read_trace_file(const std::string& path, const ReadLimits& limits = {});
 
 // The text of a file of known size, read (and gunzipped) on a helper
-// thread into text() while the caller reads what has arrived: on the two
-// cores this was measured on, gunzip and its page faults run beside the
-// scan instead of before it. Anything unusual (a gzip of several members, a
+// thread into text() while the caller reads what has arrived: gunzip and
+// its page faults run beside the scan instead of before it. Anything unusual (a gzip of several members, a
 // wrong size in its trailer, damage, a file that changes size, a bound of
 // TextBounds passed) and finish() says false: refusal() then says which
 // bound was passed, or else read_trace_file reads it again and says what is wrong.

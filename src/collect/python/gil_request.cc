@@ -116,8 +116,8 @@ void restore_switch_interval_in_fork_child() {
 // A lowered interval still leaves kGilRequestUs, plus however long the OS
 // takes to run the waiting sampler again, during which a release by the
 // busy thread hands the GIL over at its releasing call. When every core is
-// busy that wait is long, and part of the bias returns (measured on 3.13: 9
-// to 60 % of the planted bursts still charged to their caller). 3.13 keeps
+// busy that wait is long, and part of the bias returns (docs/python-modes.md).
+// 3.13 keeps
 // the GIL drop request in each thread state's public `eval_breaker` word
 // (Include/cpython/pystate.h; the bit is _PY_GIL_DROP_REQUEST_BIT,
 // Include/internal/pycore_ceval.h), which take_gil() sets on the holder once
