@@ -136,9 +136,13 @@ DiagnosisInput diagnosis_input(const Run& run, const StepAnalysis& steps, const 
     if (run.run.main_thread_runqueue_s >= 0) in.main_runqueue_fraction = run.run.main_thread_runqueue_s / run.run.wall_s;
   }
   if (const double loop = loop_runqueue_fraction(run); loop >= 0) in.main_runqueue_fraction = loop;
-  if (run.data_wait_ns > 0 && run.data_wait_cpu_ns >= 0)
+  // Of the fetches' time off the run queue, the share on a CPU: on a busy
+  // host a loader that sleeps also waits for a core after each wake-up, and
+  // one that computes waits for it in the middle; neither wait is the loading's.
+  const int64_t off_runqueue = run.data_wait_ns - std::max<int64_t>(0, run.data_wait_runqueue_ns);
+  if (run.data_wait_ns > 0 && run.data_wait_cpu_ns >= 0 && off_runqueue > 0)
     in.data_wait_cpu_fraction =
-        std::clamp(static_cast<double>(run.data_wait_cpu_ns) / static_cast<double>(run.data_wait_ns), 0.0, 1.0);
+        std::clamp(static_cast<double>(run.data_wait_cpu_ns) / static_cast<double>(off_runqueue), 0.0, 1.0);
   for (const auto& p : run.processes)
     if (p.role != ProcessRole::kMain) in.workers.push_back(p);
   in.workers_alive_at_once = peak_alive_workers(run.processes);

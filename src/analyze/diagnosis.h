@@ -42,10 +42,9 @@ struct DiagnosisInput {
   // tells loading that computes (workers compete for cores) from loading
   // that waits (sleep, I/O: workers overlap freely).
   double main_cpu_fraction = -1;
-  // Of the main thread's time in DataLoader __next__, the share it ran on a
-  // CPU or waited for one, measured at the fetches (Run::data_wait_cpu_ns),
-  // -1 unknown: where
-  // known, loading_cpu_fraction() is this.
+  // Of the main thread's time in DataLoader __next__ less its waits for a
+  // core, the share it ran on a CPU (Run::data_wait_cpu_ns); -1 unknown.
+  // Where known, loading_cpu_fraction() is this.
   double data_wait_cpu_fraction = -1;
   // Share of the training loop (its step clocks, first to last; else the
   // whole run) the main thread was runnable but waiting for a CPU

@@ -348,13 +348,15 @@ struct Run {
   // At each step boundary, the ending thread's clocks (bounded: thinned to
   // every 2nd, 4th, ... boundary in a long run); by thread, then time.
   std::vector<StepClock> step_clocks;
-  // The main thread's time inside DataLoader __next__ (all fetches) and its
-  // time there on a CPU or runnable waiting for one (CLOCK_THREAD_CPUTIME_ID
-  // and schedstat's run-queue wait at each fetch's ends), -1 when not
-  // measured: tells loading that computes from loading that waits (sleep,
-  // I/O, workers' batches), on a busy host too.
+  // The main thread's time inside DataLoader __next__ (all fetches), its
+  // time there on a CPU (CLOCK_THREAD_CPUTIME_ID) and runnable waiting for
+  // one (schedstat's run-queue wait), each at the fetches' ends; -1 when not
+  // measured. Tells loading that computes from loading that waits (sleep,
+  // I/O, workers' batches), on a busy host too: the waits for a core are
+  // neither.
   int64_t data_wait_ns = -1;
   int64_t data_wait_cpu_ns = -1;
+  int64_t data_wait_runqueue_ns = -1;
   std::vector<ModuleInfo> modules;
   std::vector<ModuleEvent> module_events;  // bounded window, sorted by time
   uint64_t dropped_module_events = 0;

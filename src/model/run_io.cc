@@ -173,7 +173,7 @@ constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
 // experiments; 11: detail windows; 12: step clocks; 14: named sections in
 // checksummed blocks, a checksummed header; 15: processes' start times,
 // the machine's CPU time.
-constexpr uint32_t kVersion = 15;
+constexpr uint32_t kVersion = 16;
 // The magic, the version and the CRC-32 of both.
 constexpr size_t kHeaderBytes = sizeof kMagic + 2 * sizeof(uint32_t);
 

@@ -157,6 +157,7 @@ void put_steps(Writer& w, const Run& run) {
   }
   w.num(run.data_wait_ns);
   w.num(run.data_wait_cpu_ns);
+  w.num(run.data_wait_runqueue_ns);
 }
 
 void get_steps(Reader& r, Run& run) {
@@ -178,6 +179,7 @@ void get_steps(Reader& r, Run& run) {
   }
   run.data_wait_ns = r.num<int64_t>();
   run.data_wait_cpu_ns = r.num<int64_t>();
+  run.data_wait_runqueue_ns = r.num<int64_t>();
 }
 
 void put_modules(Writer& w, const Run& run) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
 #include "analyze/layers.h"
 #include "analyze/steps.h"
@@ -398,6 +399,25 @@ TEST(LoopSteps, TheLoopsWaitForACpuIsTheLoopsNotTheStartUps) {
   rb.run.step_clocks = {StepClock{10 * kMs, 100 * kMs, 290 * kMs, rb.run.main_thread},
                         StepClock{250 * kMs, 300 * kMs, 292 * kMs, rb.run.main_thread}};
   EXPECT_NEAR(diagnosis_input(rb.run, a, l).main_runqueue_fraction, 2.0 / 240, 1e-9);
+}
+
+TEST(LoopSteps, ALoaderThatSleepsOnABusyHostStillWaits) {
+  // GIVEN fetches of 10 ms in all, 1 ms of it on a CPU and 6 ms runnable but
+  // waiting for one (a sleeping loader, woken onto busy cores)
+  RunBuilder rb = run_with_evaluation_pass();
+  rb.run.data_wait_ns = 10 * kMs;
+  rb.run.data_wait_cpu_ns = 1 * kMs;
+  rb.run.data_wait_runqueue_ns = 6 * kMs;
+  const StepAnalysis a = analyze_steps(rb.run);
+  const LayerAnalysis l = analyze_layers(rb.run, a.evaluation);
+  // THEN its loading computes a quarter of the time it was not waiting for a
+  // core: it waits, whatever the host's load
+  const DiagnosisInput in = diagnosis_input(rb.run, a, l);
+  EXPECT_DOUBLE_EQ(in.data_wait_cpu_fraction, 0.25);
+  EXPECT_LT(loading_cpu_fraction(in), thresholds::kLoadingWaitsBelowCpu);
+  // AND a loader that computes through the same waits is computing
+  rb.run.data_wait_cpu_ns = 4 * kMs;
+  EXPECT_DOUBLE_EQ(diagnosis_input(rb.run, a, l).data_wait_cpu_fraction, 1.0);
 }
 
 }  // namespace

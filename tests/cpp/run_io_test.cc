@@ -89,6 +89,7 @@ Run full_run() {
   r.dropped_events = 77;
   r.data_wait_ns = 5'000'000;
   r.data_wait_cpu_ns = 1'250'000;
+  r.data_wait_runqueue_ns = 750'000;
   r.step_clocks = {{100, 40, 5, 0, 1, 30}, {200, 90, -1, 1, 4096, 7000000000}};
   r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
@@ -209,6 +210,7 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.data_wait_ns, 5'000'000);
   EXPECT_EQ(after.processes.at(1).start_ns, 123'456'789);
   EXPECT_EQ(after.data_wait_cpu_ns, 1'250'000);
+  EXPECT_EQ(after.data_wait_runqueue_ns, 750'000);
   ASSERT_EQ(after.step_clocks.size(), 2u);
   EXPECT_EQ(after.step_clocks[1].t_ns, 200);
   EXPECT_EQ(after.step_clocks[1].cpu_ns, 90);
@@ -344,11 +346,11 @@ TEST(RunIo, AnotherFormatVersionIsNamed) {
   // GIVEN the start of a version 13 spill (no header checksum: the script's
   // length follows the version)
   const std::string v13 = magic + le_bytes(13, 4) + stored("train.py");
-  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 15");
+  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 16");
   // and a newer version's header, whole
-  std::string v16 = magic + le_bytes(16, 4);
-  v16 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v16.data()), static_cast<uInt>(v16.size())), 4);
-  EXPECT_EQ(refusal(v16), "byte 8: spill format version 16 (a newer torchneck's); this torchneck reads version 15");
+  std::string v17 = magic + le_bytes(17, 4);
+  v17 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v17.data()), static_cast<uInt>(v17.size())), 4);
+  EXPECT_EQ(refusal(v17), "byte 8: spill format version 17 (a newer torchneck's); this torchneck reads version 16");
   // but a version byte changed in this version's header is damage
   std::string b = encode_run(full_run());
   b[8] = 13;

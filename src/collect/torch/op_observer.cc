@@ -362,9 +362,8 @@ void pop_frame(ThreadState* st, uint64_t key, int64_t end_ns) {
   if (f.kind == OpKind::kOperator && collective_class(st, f.name_id) == kCollectiveOp) record_arrival(st, f, end_ns);
   if (f.cpu_start_ns >= 0) {
     st->fetch_ns += total;
-    // On a CPU, or runnable and waiting for one: preemption on a busy host
-    // is not loading that waits for I/O.
-    st->fetch_cpu_ns += fetch_cpu_end - f.cpu_start_ns + std::max<int64_t>(0, fetch_runqueue_end - f.runqueue_start_ns);
+    st->fetch_cpu_ns += fetch_cpu_end - f.cpu_start_ns;
+    st->fetch_runqueue_ns += std::max<int64_t>(0, fetch_runqueue_end - f.runqueue_start_ns);
   }
 }
 

@@ -29,6 +29,7 @@ void reset_thread(ThreadState& st, size_t timeline_capacity) {
   st.abandoned = 0;
   st.fetch_ns = 0;
   st.fetch_cpu_ns = 0;
+  st.fetch_runqueue_ns = 0;
   if (st.step_clocks) st.step_clocks->clear();
   st.last_clock = StepClock{};
 }
@@ -81,6 +82,7 @@ void add_fetch_times(Run& run, const ThreadState& st) {
   if (st.fetch_ns <= 0) return;
   run.data_wait_ns = std::max<int64_t>(run.data_wait_ns, 0) + st.fetch_ns;
   run.data_wait_cpu_ns = std::max<int64_t>(run.data_wait_cpu_ns, 0) + st.fetch_cpu_ns;
+  run.data_wait_runqueue_ns = std::max<int64_t>(run.data_wait_runqueue_ns, 0) + st.fetch_runqueue_ns;
 }
 
 // A thread's step clocks into the run's (Run::step_clocks: by thread, then

@@ -125,13 +125,15 @@ struct ThreadState {
   // not, 2 if not classified yet; grows only when a new name is seen.
   std::vector<uint8_t> boundary_of;
   // name id -> 1 if it is a DataLoader fetch, as boundary_of; and the
-  // fetches' wall and CPU time on this thread (docs: Run::data_wait_ns).
+  // fetches' wall time, CPU time and run-queue wait on this thread
+  // (Run::data_wait_ns).
   std::vector<uint8_t> fetch_of;
   // name id -> what it is to the collectives (kNotCollective, kCollectiveWork,
   // kCollectiveOp, kUnclassified), as boundary_of.
   std::vector<uint8_t> collective_of;
   int64_t fetch_ns = 0;
   int64_t fetch_cpu_ns = 0;
+  int64_t fetch_runqueue_ns = 0;
   // This thread's clocks at each step boundary it ended (Run::step_clocks),
   // made at its first one: most threads never end a step.
   std::unique_ptr<ThinnedSeries<StepClock>> step_clocks;
