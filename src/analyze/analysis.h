@@ -34,7 +34,7 @@ struct Analysis {
   // process. The rest of the analysis is then the lowest rank's.
   RankAnalysis ranks;
   // The flame graph of the Python stacks and the operators under them
-  // (stacks.folded, profile.speedscope.json, report.html's).
+  // (stacks.folded, profile.speedscope.json, report.html's): add_flame().
   FlameNode flame;
 };
 
@@ -61,9 +61,12 @@ inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vect
   a.nvml = analyze_nvml(run, a.steps);
   a.experiments = analyze_experiments(run);
   apply_experiments(a.diagnosis, a.experiments, a.steps);
-  a.flame = build_flame(run);
   return a;
 }
+
+// The flame graph, apart from analyze(): the pipeline builds it beside
+// trace.json, on the thread that waits for a trace's GPU reports.
+inline void add_flame(Analysis& a, const Run& run) { a.flame = build_flame(run); }
 
 // `torchneck analyze`: the GPU reports are computed on a second thread while
 // the CPU side is analysed, and arrive after analyze(); their first rank's

@@ -83,6 +83,8 @@ Analysed analyse(Source& source, const PipelineOptions& options) {
 }
 
 void complete_analysis(Analysed& a) {
+  add_flame(a.analysis, *a.run);
+  timing_phase("flame tree", 2);
   if (a.gpu_reports.valid()) add_gpu_reports(a.analysis, a.gpu_reports.get());
 }
 

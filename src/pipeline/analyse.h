@@ -31,9 +31,9 @@ struct Analysed {
 // them and, for traces, still reads them on a second thread).
 Analysed analyse(Source& source, const PipelineOptions& options);
 
-// Waits for what analyse() left running and joins it to the analysis (the
-// first rank's GPU findings combine with the CPU side's). Only `steps` may
-// be read while it runs.
+// The rest of the analysis: the flame graph, and what analyse() left
+// running joined to it (the first rank's GPU findings combine with the CPU
+// side's). Only `steps` may be read while it runs.
 void complete_analysis(Analysed& a);
 
 }  // namespace torchneck
