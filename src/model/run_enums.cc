@@ -80,42 +80,38 @@ int value_of(const Named (&table)[N], std::string_view s, const char* what) {
                               accepted + ")");
 }
 
+// An enum's name in its table ("?" for a value it lacks), and the value of a name.
+template <typename Enum, size_t N>
+const char* enum_name(const Named (&table)[N], Enum v) {
+  const char* name = name_of(table, static_cast<int>(v));
+  return name != nullptr ? name : "?";
+}
+
+template <typename Enum, size_t N>
+Enum enum_value(const Named (&table)[N], std::string_view s, const char* what) {
+  return static_cast<Enum>(value_of(table, s, what));
+}
+
 }  // namespace
 
-const char* to_string(PythonMode mode) {
-  const char* name = name_of(kPythonModes, static_cast<int>(mode));
-  return name != nullptr ? name : "?";
-}
-
+const char* to_string(PythonMode mode) { return enum_name(kPythonModes, mode); }
 PythonMode python_mode_from_string(std::string_view s) {
-  return static_cast<PythonMode>(value_of(kPythonModes, s, "Python mode"));
+  return enum_value<PythonMode>(kPythonModes, s, "Python mode");
 }
 
-const char* to_string(ProcessRole role) {
-  const char* name = name_of(kProcessRoles, static_cast<int>(role));
-  return name != nullptr ? name : "?";
-}
-
+const char* to_string(ProcessRole role) { return enum_name(kProcessRoles, role); }
 ProcessRole process_role_from_string(std::string_view s) {
-  return static_cast<ProcessRole>(value_of(kProcessRoles, s, "process role"));
+  return enum_value<ProcessRole>(kProcessRoles, s, "process role");
 }
 
-const char* to_string(GpuWindowState state) {
-  const char* name = name_of(kGpuWindowStates, static_cast<int>(state));
-  return name != nullptr ? name : "?";
-}
-
+const char* to_string(GpuWindowState state) { return enum_name(kGpuWindowStates, state); }
 GpuWindowState gpu_window_state_from_string(std::string_view s) {
-  return static_cast<GpuWindowState>(value_of(kGpuWindowStates, s, "GPU window state"));
+  return enum_value<GpuWindowState>(kGpuWindowStates, s, "GPU window state");
 }
 
-const char* to_string(ExperimentState state) {
-  const char* name = name_of(kExperimentStates, static_cast<int>(state));
-  return name != nullptr ? name : "?";
-}
-
+const char* to_string(ExperimentState state) { return enum_name(kExperimentStates, state); }
 ExperimentState experiment_state_from_string(std::string_view s) {
-  return static_cast<ExperimentState>(value_of(kExperimentStates, s, "experiment state"));
+  return enum_value<ExperimentState>(kExperimentStates, s, "experiment state");
 }
 
 const char* fatal_signal_name(int signal) { return name_of(kSignals, signal); }
@@ -125,8 +121,7 @@ std::string to_string(const RunEnding& ending) {
     const char* name = fatal_signal_name(ending.signal);
     return std::string(kFatalPrefix) + (name != nullptr ? name : std::to_string(ending.signal));
   }
-  const char* name = name_of(kEndings, static_cast<int>(ending.kind));
-  return name != nullptr ? name : "?";
+  return enum_name(kEndings, ending.kind);
 }
 
 RunEnding run_ending_from_string(std::string_view s) {
@@ -141,7 +136,7 @@ RunEnding run_ending_from_string(std::string_view s) {
     throw std::invalid_argument("unknown signal in run ending \"" + std::string(s) + "\"");
   }
   try {
-    return RunEnding{static_cast<EndingKind>(value_of(kEndings, s, "run ending")), 0};
+    return RunEnding{enum_value<EndingKind>(kEndings, s, "run ending"), 0};
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string(e.what()) + " or \"fatal signal NAME\"");
   }
