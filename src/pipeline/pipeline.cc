@@ -1,5 +1,6 @@
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
 #include <functional>
 #include <future>
 #include <stdexcept>
@@ -66,17 +67,27 @@ std::string terminal_text(const Analysed& a, const PipelineOptions& options) {
   return text;
 }
 
+// The Files section's rows: the writers' files that were written, in the
+// registry's order, then report.txt when WITH_TXT.
+std::vector<WrittenFile> file_rows(const WrittenFiles& written, bool with_txt) {
+  std::vector<WrittenFile> rows;
+  for (const Writer& w : registered_writers())
+    if (std::find(written.names.begin(), written.names.end(), w.file) != written.names.end())
+      rows.push_back({w.file, w.how_to_open});
+  if (with_txt) rows.push_back({"report.txt", "this report"});
+  return rows;
+}
+
 // Appends the Files section to TEXT and writes it as report.txt (the
 // section names report.txt only if that write succeeded); returns the text.
 std::string finish_report_txt(std::string text, const PipelineOptions& options, WrittenFiles& written,
                               std::string* error) {
   if (!options.dir.empty()) {
-    std::vector<std::string> with_txt = written.names;
-    with_txt.push_back("report.txt");
-    const std::string full = text + printable_text(files_section(options.dir, with_txt, written.failed));
+    const std::string full = text + printable_text(files_section(options.dir, file_rows(written, true), written.failed));
     attempt(written, "report.txt",
             [&] { write_file_atomically(options.dir + "/report.txt", full, Replace::kRemoveOldFirst); });
-    text += printable_text(files_section(options.dir, written.names, written.failed));
+    const bool txt = std::find(written.names.begin(), written.names.end(), "report.txt") != written.names.end();
+    text += printable_text(files_section(options.dir, file_rows(written, txt), written.failed));
   }
   if (!written.first_error.empty()) {
     const size_t more = written.failed.size() - 1;

@@ -57,12 +57,16 @@ void write_trace_json(const Analysed& a, const PipelineOptions& options, const s
 
 const std::vector<Writer>& registered_writers() {
   static const std::vector<Writer> writers = {
-      {"profile.json", true, nullptr, &write_profile_json},
-      {"python.pstats", true, &traced_python, &write_pstats},
-      {"stacks.folded", true, nullptr, &write_folded_stacks},  // docs/flame-graphs.md
-      {"profile.speedscope.json", true, nullptr, &write_speedscope},
-      {"report.html", true, nullptr, &write_html_report},
-      {"trace.json", false, nullptr, &write_trace_json},
+      {"report.html", "open in a browser (one self-contained page, works offline)", true, nullptr,
+       &write_html_report},
+      {"trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing", false, nullptr,
+       &write_trace_json},
+      // docs/flame-graphs.md
+      {"stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg", true, nullptr, &write_folded_stacks},
+      {"profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app", true,
+       nullptr, &write_speedscope},
+      {"profile.json", "machine-readable profile (schema torchneck.profile/2)", true, nullptr, &write_profile_json},
+      {"python.pstats", "python3 -m pstats FILE (or snakeviz FILE)", true, &traced_python, &write_pstats},
   };
   return writers;
 }

@@ -1,5 +1,6 @@
 // The files a report writes into its output folder, one registered writer
-// each, in the order they are written: a new file is one entry here
+// each, in the order the report's Files section lists them (the one to open
+// first, then those for other tools): a new file is one entry here
 // (writers.cc) and its renderer in report/. report.txt is not among them:
 // it is written last, naming what the others wrote (pipeline.cc).
 #pragma once
@@ -13,7 +14,8 @@
 namespace torchneck {
 
 struct Writer {
-  const char* file;  // its name in the output folder
+  const char* file;         // its name in the output folder
+  const char* how_to_open;  // the Files section's line for it
   // false: it reads only the run and `analysis.steps`, and is written while
   // a trace's GPU reports are still being made (complete_analysis).
   bool needs_whole_analysis = true;

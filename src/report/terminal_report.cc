@@ -460,23 +460,11 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   return out;
 }
 
-std::string files_section(const std::string& dir, const std::vector<std::string>& names,
+std::string files_section(const std::string& dir, const std::vector<WrittenFile>& written,
                           const std::vector<std::string>& failed) {
-  // The one to open first, then the ones for other tools; how to open each.
-  static const std::pair<const char*, const char*> kHowToOpen[] = {
-      {"report.html", "open in a browser (one self-contained page, works offline)"},
-      {"trace.json", "timeline: https://ui.perfetto.dev (Open trace file) or chrome://tracing"},
-      {"stacks.folded", "flame graph: flamegraph.pl stacks.folded > flame.svg"},
-      {"profile.speedscope.json", "flame graph: speedscope FILE, or drop it on https://www.speedscope.app"},
-      {"profile.json", "machine-readable profile (schema torchneck.profile/2)"},
-      {"python.pstats", "python3 -m pstats FILE (or snakeviz FILE)"},
-      {"report.txt", "this report"},
-  };
   std::string out;
   section(out, "Files");
-  for (const auto& [name, how] : kHowToOpen)
-    if (std::find(names.begin(), names.end(), name) != names.end())
-      appendf(out, "  %s/%-24s %s\n", dir.c_str(), name, how);
+  for (const WrittenFile& f : written) appendf(out, "  %s/%-24s %s\n", dir.c_str(), f.name.c_str(), f.how.c_str());
   for (const auto& f : failed) appendf(out, "  not written: %s\n", f.c_str());
   return out;
 }

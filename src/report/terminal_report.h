@@ -19,10 +19,16 @@ struct TerminalReportOptions {
 std::string terminal_report(const Run& run, const Analysis& analysis,
                             const TerminalReportOptions& options);
 
-// The report's last section: each of NAMES (files written into DIR, as
-// "report.html") with how to open it, in the order a user opens them, and
-// a line for each of FAILED ("trace.json: No space left on device").
-std::string files_section(const std::string& dir, const std::vector<std::string>& names,
+// One file written into the output folder, and how to open it.
+struct WrittenFile {
+  std::string name;  // "report.html"
+  std::string how;   // "open in a browser (...)"
+};
+
+// The report's last section: each of WRITTEN (files written into DIR), in
+// the order given, and a line for each of FAILED ("trace.json: No space
+// left on device").
+std::string files_section(const std::string& dir, const std::vector<WrittenFile>& written,
                           const std::vector<std::string>& failed);
 
 // "train.py:12(step)" or "{built-in method builtins.len}", as pstats prints.

@@ -157,9 +157,11 @@ TEST(TerminalReport, PrintsCProfileColumnsAndPstatsLabels) {
 }
 
 TEST(TerminalReport, FilesSectionNamesOnlyWhatWasWrittenAndWhatFailed) {
-  const std::string text = files_section("out", {"python.pstats", "report.html"}, {"trace.json: No space left on device"});
+  const std::string text = files_section("out", {{"report.html", "open in a browser"}, {"python.pstats", "pstats"}},
+                                         {"trace.json: No space left on device"});
   EXPECT_NE(text.find("out/python.pstats"), std::string::npos);
-  EXPECT_LT(text.find("out/report.html"), text.find("out/python.pstats"));  // the one to open first
+  EXPECT_NE(text.find("open in a browser"), std::string::npos);
+  EXPECT_LT(text.find("out/report.html"), text.find("out/python.pstats"));  // in the order given
   EXPECT_EQ(text.find("out/trace.json"), std::string::npos);
   EXPECT_EQ(text.find("out/report.txt"), std::string::npos);
   EXPECT_NE(text.find("not written: trace.json: No space left on device"), std::string::npos);
