@@ -234,6 +234,7 @@ int run(int argc, char** argv) {
       remove_created(prepared.created);
       throw;
     }
+    options.on_read_progress = nullptr;  // the bar is gone with this block
   }
   timing_phase("read and parse");
   std::string error;
