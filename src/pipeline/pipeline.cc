@@ -100,13 +100,7 @@ std::string finish_report_txt(std::string text, const PipelineOptions& options, 
   return text;
 }
 
-}  // namespace
-
-std::string report(Source& source, const PipelineOptions& options, std::string* error) {
-  Analysed a = analyse(source, options);
-  return write_report(a, options, error);
-}
-
+// The analysis' second stage and every file, report.txt last.
 std::string write_report(Analysed& a, const PipelineOptions& options, std::string* error) {
   WrittenFiles written;
   std::string text;
@@ -129,6 +123,13 @@ std::string write_report(Analysed& a, const PipelineOptions& options, std::strin
     write_files(a, options, WhichWriters::kAll, written);
   }
   return finish_report_txt(std::move(text), options, written, error);
+}
+
+}  // namespace
+
+std::string report(Source& source, const PipelineOptions& options, std::string* error) {
+  Analysed a = analyse(source, options);
+  return write_report(a, options, error);
 }
 
 std::string profile_json_text(Source& source, const PipelineOptions& options) {

@@ -25,9 +25,6 @@ namespace torchneck {
 // std::runtime_error with that message.
 std::string report(Source& source, const PipelineOptions& options, std::string* error = nullptr);
 
-// The same for an analysis already made.
-std::string write_report(Analysed& analysed, const PipelineOptions& options, std::string* error = nullptr);
-
 // SOURCE's profile.json text, and no file (`torchneck diff` of traces).
 std::string profile_json_text(Source& source, const PipelineOptions& options);
 
