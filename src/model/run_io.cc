@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <iterator>
 #include <stdexcept>
 
 #include "core/files.h"
@@ -166,14 +165,6 @@ namespace {
 using namespace run_io_detail;  // NOLINT: the codec and the sections of run_io_sections.cc
 
 constexpr char kMagic[8] = {'T', 'N', 'K', 'S', 'P', 'I', 'L', 'L'};
-// 2: processes, worker_python, worker_ops; 3: samples, py_frames; 4: sample
-// weights; 5: compiled modules; 6: memory samples, GC pauses and totals,
-// growing autograd graphs, the data wait's CPU time; 7: NVML devices and
-// samples; 8: the GPU window; 9: growing graphs kept or rebuilt, --try
-// experiments; 11: detail windows; 12: step clocks; 14: named sections in
-// checksummed blocks, a checksummed header; 15: processes' start times,
-// the machine's CPU time.
-constexpr uint32_t kVersion = 16;
 // The magic, the version and the CRC-32 of both.
 constexpr size_t kHeaderBytes = sizeof kMagic + 2 * sizeof(uint32_t);
 
@@ -184,7 +175,7 @@ uint32_t header_checksum(uint32_t version) {
 
 std::string header() {
   std::string h(kMagic, sizeof kMagic);
-  const uint32_t words[2] = {kVersion, header_checksum(kVersion)};
+  const uint32_t words[2] = {kSpillVersion, header_checksum(kSpillVersion)};
   h.append(reinterpret_cast<const char*>(words), sizeof words);
   return h;
 }
@@ -199,229 +190,25 @@ void read_header(Input& in) {
   std::memcpy(&version, h + sizeof kMagic, sizeof version);
   std::memcpy(&crc, h + sizeof kMagic + sizeof version, sizeof crc);
   const bool whole = crc == header_checksum(version);
-  if (whole && version == kVersion) return;
-  if (whole || (version < kVersion && crc != header_checksum(kVersion))) {
-    const std::string whose = version < kVersion ? "an older torchneck's" : "a newer torchneck's";
+  if (whole && version == kSpillVersion) return;
+  if (whole || (version < kSpillVersion && crc != header_checksum(kSpillVersion))) {
+    const std::string whose = version < kSpillVersion ? "an older torchneck's" : "a newer torchneck's";
     fail_at(sizeof kMagic, "spill format version " + std::to_string(version) + " (" + whose +
-                               "); this torchneck reads version " + std::to_string(kVersion));
+                               "); this torchneck reads version " + std::to_string(kSpillVersion));
   }
   fail_at(sizeof kMagic, "the header is damaged (checksum mismatch)");
 }
 
-void put_run_info(Writer& w, const Run& run) {
-  const RunInfo& ri = run.run;
-  w.str(ri.script);
-  w.strs(ri.argv);
-  w.num<int32_t>(ri.exit_code);
-  w.num(ri.wall_s);
-  w.num(ri.main_thread_cpu_s);
-  w.num(ri.main_thread_runqueue_s);
-  w.num(ri.process_cpu_s);
-  w.num(ri.machine_cpu_s);
-  w.num(ri.machine_steal_s);
-  w.str(to_string(ri.python_mode));
-  w.str(to_string(ri.ending));
-  w.num(ri.start_unix_s);
-}
-
-void get_run_info(Reader& r, Run& run) {
-  RunInfo& ri = run.run;
-  ri.script = r.str();
-  ri.argv = r.strs();
-  ri.exit_code = r.num<int32_t>();
-  ri.wall_s = r.num<double>();
-  ri.main_thread_cpu_s = r.num<double>();
-  ri.main_thread_runqueue_s = r.num<double>();
-  ri.process_cpu_s = r.num<double>();
-  ri.machine_cpu_s = r.num<double>();
-  ri.machine_steal_s = r.num<double>();
-  ri.python_mode = from_stored(r, python_mode_from_string);
-  ri.ending = from_stored(r, run_ending_from_string);
-  ri.start_unix_s = r.num<double>();
-}
-
-void put_env(Writer& w, const Run& run) {
-  const EnvFacts& e = run.env;
-  w.str(e.python);
-  w.str(e.torch);
-  w.num(e.cpu_cores);
-  w.num(e.torch_threads);
-  w.num<uint8_t>(e.cuda);
-  w.num<uint64_t>(e.dataloaders.size());
-  for (const auto& d : e.dataloaders) {
-    w.num(d.num_workers);
-    w.num(d.batch_size);
-    w.num<uint8_t>(d.pin_memory);
-    w.num<uint8_t>(d.persistent_workers);
-    w.num(d.prefetch_factor);
-    w.str(d.dataset_type);
-    w.str(d.created_at);
-  }
-  w.num<uint64_t>(e.optimizers.size());
-  for (const auto& o : e.optimizers) {
-    w.str(o.type);
-    w.num(o.param_tensors);
-    w.num<uint8_t>(o.foreach);
-  }
-}
-
-void get_env(Reader& r, Run& run) {
-  EnvFacts& e = run.env;
-  e.python = r.str();
-  e.torch = r.str();
-  e.cpu_cores = r.num<int64_t>();
-  e.torch_threads = r.num<int64_t>();
-  e.cuda = r.boolean();
-  e.dataloaders.resize(r.count(42));
-  for (auto& d : e.dataloaders) {
-    d.num_workers = r.num<int64_t>();
-    d.batch_size = r.num<int64_t>();
-    d.pin_memory = r.boolean();
-    d.persistent_workers = r.boolean();
-    d.prefetch_factor = r.num<int64_t>();
-    d.dataset_type = r.str();
-    d.created_at = r.str();
-  }
-  e.optimizers.resize(r.count(17));
-  for (auto& o : e.optimizers) {
-    o.type = r.str();
-    o.param_tensors = r.num<int64_t>();
-    o.foreach = r.boolean();
-  }
-}
-
-void put_threads(Writer& w, const Run& run) {
-  w.num<uint64_t>(run.threads.size());
-  for (const auto& t : run.threads) {
-    w.num(t.os_tid);
-    w.str(t.name);
-  }
-}
-
-void get_threads(Reader& r, Run& run) {
-  run.threads.resize(r.count(16));
-  for (auto& t : run.threads) {
-    t.os_tid = r.num<uint64_t>();
-    t.name = r.str();
-  }
-}
-
-void put_stacks(Writer& w, const Run& run) {
-  w.num<uint64_t>(run.stacks.size());
-  for (const auto& s : run.stacks) {
-    w.num(s.thread_index);
-    w.num<uint64_t>(s.frames.size());
-    for (uint32_t f : s.frames) w.num(f);
-    w.num(s.samples);
-    w.num(s.weight_ns);
-  }
-  w.num(run.python_samples);
-}
-
-void get_stacks(Reader& r, Run& run) {
-  run.stacks.resize(r.count(28));
-  for (auto& s : run.stacks) {
-    s.thread_index = r.index(run.threads.size(), "stack thread");
-    s.frames.resize(r.count(4));
-    for (auto& f : s.frames) f = r.index(run.python.size(), "stack frame");
-    s.samples = r.num<uint64_t>();
-    s.weight_ns = r.num<int64_t>();
-  }
-  run.python_samples = r.num<uint64_t>();
-}
-
-void put_timeline(Writer& w, const Run& run) {
-  w.num<uint64_t>(run.timeline.size());
-  for (const auto& ev : run.timeline) {
-    w.num(ev.start_ns);
-    w.num(ev.end_ns);
-    w.num(ev.seq_nr);
-    w.num(ev.forward_tid);
-    w.num(ev.name_id);
-    w.num(ev.thread_index);
-    w.num<uint8_t>(static_cast<uint8_t>(ev.kind));
-    w.num(ev.depth);
-  }
-  w.num(run.main_thread);
-  w.num(run.dropped_events);
-}
-
-void get_timeline(Reader& r, Run& run) {
-  run.timeline.resize(r.count(42));
-  for (auto& ev : run.timeline) {
-    ev = OpEvent{};
-    ev.start_ns = r.num<int64_t>();
-    ev.end_ns = r.num<int64_t>();
-    ev.seq_nr = r.num<int64_t>();
-    ev.forward_tid = r.num<uint64_t>();
-    ev.name_id = r.index(run.strings.size(), "event name");
-    ev.thread_index = r.index(run.threads.size(), "event thread");
-    ev.kind = op_kind(r);
-    ev.depth = r.num<uint8_t>();
-  }
-  run.main_thread = r.num<uint32_t>();
-  if (!run.threads.empty() && run.main_thread >= run.threads.size()) r.fail("the main thread index is out of range");
-  run.dropped_events = r.num<uint64_t>();
-}
-
-struct Section {
-  const char* name;  // for errors: "section 'ops' is damaged"
-  void (*put)(Writer&, const Run&);
-  void (*get)(Reader&, Run&);
-};
-
-// In the order they are stored: a section's indices are checked against the
-// sections before it (threads, Python functions, strings, stacks, modules).
-constexpr Section kSections[] = {
-    {"run", put_run_info, get_run_info},
-    {"environment", put_env, get_env},
-    {"threads", put_threads, get_threads},
-    {"python", [](Writer& w, const Run& run) { put_functions(w, run.python); },
-     [](Reader& r, Run& run) { run.python = get_functions(r); }},
-    {"stacks", put_stacks, get_stacks},
-    {"ops", [](Writer& w, const Run& run) { put_ops(w, run.ops); },
-     [](Reader& r, Run& run) { run.ops = get_ops(r, run.threads.size()); }},
-    {"strings", [](Writer& w, const Run& run) { w.strs(run.strings); },
-     [](Reader& r, Run& run) { run.strings = r.strs(); }},
-    {"timeline", put_timeline, get_timeline},
-    {"steps", put_steps, get_steps},
-    {"modules", put_modules, get_modules},
-    {"notes", [](Writer& w, const Run& run) { w.strs(run.notes); }, [](Reader& r, Run& run) { run.notes = r.strs(); }},
-    {"processes", [](Writer& w, const Run& run) { put_processes(w, run.processes); },
-     [](Reader& r, Run& run) { run.processes = get_processes(r); }},
-    {"worker python", [](Writer& w, const Run& run) { put_functions(w, run.worker_python); },
-     [](Reader& r, Run& run) { run.worker_python = get_functions(r); }},
-    // Other processes' threads are not in this run: their indices are not checked.
-    {"worker ops", [](Writer& w, const Run& run) { put_ops(w, run.worker_ops); },
-     [](Reader& r, Run& run) { run.worker_ops = get_ops(r, SIZE_MAX); }},
-    {"samples", put_samples, get_samples},
-    {"python frames", put_py_frames, get_py_frames},
-    {"memory and gc", put_memory_and_gc, get_memory_and_gc},
-    {"nvml", put_nvml, get_nvml},
-    {"gpu window", put_gpu_window, get_gpu_window},
-    {"experiments", put_experiments, get_experiments},
-    {"rank", put_rank, get_rank},
-};
-
 void encode_into(const Writer::Sink& sink, const Run& run) {
   sink(header());
   Writer w(sink);
-  for (uint32_t i = 0; i < std::size(kSections); ++i) {
-    w.begin_section(i);
-    kSections[i].put(w, run);
-    w.end_section();
-  }
+  encode_sections(w, run);
 }
 
 Run decode(Input& in) {
   read_header(in);
   Run run;
-  for (uint32_t i = 0; i < std::size(kSections); ++i) {
-    const SectionBytes bytes = read_section(in, i, kSections[i].name);
-    Reader r(bytes, kSections[i].name);
-    kSections[i].get(r, run);
-    if (!r.done()) r.fail("unexpected bytes after its last field");
-  }
+  decode_sections(in, run);
   if (in.left() != 0) fail_at(in.pos(), "unexpected bytes after the last section");
   return run;
 }

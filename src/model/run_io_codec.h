@@ -18,6 +18,13 @@
 
 namespace torchneck::run_io_detail {
 
+// The format's version, written in the header; a spill of another version is
+// refused by name. It names one spill_layout(): raise it whenever that
+// changes and set kSpillLayoutCrc to the new layout's CRC-32 (a test holds
+// the two together).
+constexpr uint32_t kSpillVersion = 16;
+constexpr uint32_t kSpillLayoutCrc = 0x14285f41;
+
 // A section is stored as one or more blocks, each: a 4-byte word (the
 // payload's length, kLastBlock set on the section's last block), the CRC-32
 // of the section's index, the block's index within it, the word and the
@@ -181,34 +188,12 @@ auto from_stored(Reader& r, FromString from_string) {
   }
 }
 
-OpKind op_kind(Reader& r);
-
-// The sections of run_io_sections.cc.
-void put_functions(Writer& w, const std::vector<PyFunctionStats>& fs);
-std::vector<PyFunctionStats> get_functions(Reader& r);
-void put_ops(Writer& w, const std::vector<OpStats>& ops);
-// Thread indices are checked against `threads` (SIZE_MAX: not checked, for
-// other processes' operators, whose threads are not in this run).
-std::vector<OpStats> get_ops(Reader& r, size_t threads);
-void put_processes(Writer& w, const std::vector<ProcessInfo>& ps);
-std::vector<ProcessInfo> get_processes(Reader& r);
-void put_steps(Writer& w, const Run& run);  // detail windows, step clocks, the data wait
-void get_steps(Reader& r, Run& run);
-void put_modules(Writer& w, const Run& run);  // and their events
-void get_modules(Reader& r, Run& run);
-void put_samples(Writer& w, const Run& run);
-void get_samples(Reader& r, Run& run);
-void put_py_frames(Writer& w, const Run& run);
-void get_py_frames(Reader& r, Run& run);
-void put_memory_and_gc(Writer& w, const Run& run);
-void get_memory_and_gc(Reader& r, Run& run);
-void put_nvml(Writer& w, const Run& run);
-void get_nvml(Reader& r, Run& run);
-void put_gpu_window(Writer& w, const Run& run);
-void get_gpu_window(Reader& r, Run& run);
-void put_experiments(Writer& w, const Run& run);
-void get_experiments(Reader& r, Run& run);
-void put_rank(Writer& w, const Run& run);  // RankInfo and the collectives
-void get_rank(Reader& r, Run& run);
+// The sections, in their stored order (run_io_sections.cc).
+void encode_sections(Writer& w, const Run& run);
+// Reads and checks every section; throws as read_section and Reader do.
+void decode_sections(Input& in, Run& run);
+// The format spelled out, a line a section, a token a field: what
+// kSpillVersion names.
+std::string spill_layout();
 
 }  // namespace torchneck::run_io_detail

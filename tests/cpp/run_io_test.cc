@@ -357,6 +357,23 @@ TEST(RunIo, AnotherFormatVersionIsNamed) {
   EXPECT_EQ(refusal(b), "byte 8: the header is damaged (checksum mismatch)");
 }
 
+TEST(RunIo, TheLayoutIsTheOneItsVersionNames) {
+  // GIVEN the format as the sections' one declaration spells it out
+  const std::string layout = run_io_detail::spill_layout();
+  // THEN it has every section, in the framing's order
+  size_t at = 0;
+  for (const std::string& name : kSectionNames) {
+    at = layout.find("\n" + name + ":", at);
+    EXPECT_NE(at, std::string::npos) << "section '" << name << "' is not where it is stored";
+  }
+  // and it is the layout the version names: a field added, removed or
+  // retyped without a new version fails here
+  const uint32_t crc = crc32(0L, reinterpret_cast<const Bytef*>(layout.data()), static_cast<uInt>(layout.size()));
+  EXPECT_EQ(crc, run_io_detail::kSpillLayoutCrc)
+      << "the spill's fields changed (src/model/run_io_sections.cc): raise kSpillVersion and set kSpillLayoutCrc to 0x"
+      << std::hex << crc << " (run_io_codec.h); the layout now:" << layout;
+}
+
 TEST(RunIo, ANameThatIsNotUtf8IsRefusedAndNeverWritten) {
   // GIVEN a spill whose operator name became invalid UTF-8 behind a right checksum
   const std::string bytes = encode_run(full_run());
