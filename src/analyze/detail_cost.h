@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "analyze/steps.h"
+#include "analyze/step_types.h"
 
 namespace torchneck {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyze/steps.h"
+#include "analyze/step_types.h"
 
 namespace torchneck {
 

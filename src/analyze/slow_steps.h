@@ -7,7 +7,7 @@
 // share of the run and what its extra time went to.
 #pragma once
 
-#include "analyze/steps.h"
+#include "analyze/step_types.h"
 #include "model/run.h"
 
 namespace torchneck {
