@@ -17,7 +17,7 @@ does should not depend on the files around it. Such a script runs as
 import sys
 
 from torchneck.errors import EXIT_USAGE, UsageError
-from torchneck.options import HelpRequested, options_help, parse
+from torchneck.options import REPORT_OPTIONS, HelpRequested, options_help, parse
 from torchneck.os_bytes import shown
 
 PROG = "torchneck"
@@ -146,19 +146,18 @@ https://ui.perfetto.dev or chrome://tracing.
 """
 
 _RUN_OPTIONS = ["--python", "--sample-hz", "--output", "--no-ops", "--detail", "--timeline-events", "--timeline-steps",
-                "--trace-steps", "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps",
-                "--nvml-interval-ms", "--no-gc",
-                "--top", "--try", "--try-steps"]
+                *REPORT_OPTIONS, "--spill-interval", "--memory-interval-ms", "--gpu", "--gpu-steps",
+                "--nvml-interval-ms", "--no-gc", "--try", "--try-steps"]
 
 COMMANDS = {c.name: c for c in [
     Command("run", "profile a script: run it once, unchanged, and report where the time went",
             ["torchneck run [options] SCRIPT [ARGS...]", "torchneck run [options] -m MODULE [ARGS...]"],
             _RUN_OPTIONS, RUN_ABOUT, _run, script_target=True),
     Command("analyze", "the report of a torch.profiler (Kineto) trace, or of a folder of rank traces",
-            ["torchneck analyze [options] TRACE"], ["--output", "--top", "--trace-steps", "--max-trace-size"], ANALYZE_ABOUT,
+            ["torchneck analyze [options] TRACE"], ["--output", *REPORT_OPTIONS, "--max-trace-size"], ANALYZE_ABOUT,
             _analyze, operand="a trace file or folder"),
     Command("report", "the report of a run again, from its output folder (after a kill -9, too)",
-            ["torchneck report [options] DIR"], ["--top", "--trace-steps"], REPORT_ABOUT, _report,
+            ["torchneck report [options] DIR"], REPORT_OPTIONS, REPORT_ABOUT, _report,
             operand="an output folder"),
     Command("diff", "what changed between two runs: step time with its interval, movers, findings resolved",
             ["torchneck diff [options] BEFORE AFTER"], [], "", None),

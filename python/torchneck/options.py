@@ -33,16 +33,22 @@ DETAIL_MODES = ("auto", "window", "full")
 class Option:
     """One option: its spellings, where its value goes, how it is read."""
 
-    def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None, choices=PYTHON_MODES):
+    def __init__(self, names, dest, kind, help, metavar="", lo=0, hi=0, default=None, choices=PYTHON_MODES,
+                 report=False):
         self.names = names      # ("-o", "--output"): the first long one is canonical
         self.dest = dest        # attribute of the parsed options
         self.kind = kind        # "flag", "int", "seconds" (an int kept as float), "mode", "folder", "setting",
                                 # "size" (bytes)
         self.choices = choices  # a "mode"'s values
-        self.help = help        # lines of help, without the spelling column
+        # lines of help, without the spelling column; "{default}" is the default
+        self.help = [line.format(default=default) for line in help]
         self.metavar = metavar
         self.lo, self.hi = lo, hi
         self.default = default
+        # A setting of the reports (ReportSettings, src/pipeline/options.h,
+        # by `dest`): every command that writes a report takes it, and the
+        # extension gets it in report_settings().
+        self.report = report
 
     @property
     def long(self):
@@ -92,10 +98,12 @@ OPTIONS = {o.long: o for o in [
         "keep timelines only for the first N training steps",
         "(optimizer or ProfilerStep boundaries; default 0: no",
         "limit in steps, only --timeline-events)"], "N", 0, 1 << 30, default=0),
+    Option(("--top",), "top", "int", ["rows per table in the terminal report (default {default})"], "N", 1, 1000,
+           default=15, report=True),
     Option(("--trace-steps",), "trace_steps", "int", [
         "steady steps shown in DIR/trace.json, the timeline for",
-        "ui.perfetto.dev or chrome://tracing (default 5, with",
-        "the warm-up steps before them; 0: every step kept)"], "N", 0, 1000000, default=5),
+        "ui.perfetto.dev or chrome://tracing (default {default}, with",
+        "the warm-up steps before them; 0: every step kept)"], "N", 0, 1000000, default=5, report=True),
     Option(("--max-trace-size",), "max_trace_size", "size", [
         "the largest trace read, gunzipped: bytes, or with K,",
         "M, G or T (default: half of this machine's memory, as",
@@ -125,8 +133,6 @@ OPTIONS = {o.long: o for o in [
         "0: off)"], "N", 0, 60000, default=100),
     Option(("--no-gc",), "gc", "flag", ["do not time Python's garbage collections (gc.callbacks)"],
            default=True),
-    Option(("--top",), "top", "int", ["rows per table in the terminal report (default 15)"], "N", 1, 1000,
-           default=15),
     Option(("--try",), "try_setting", "setting", [
         "after the profiled run, measure a setting without editing",
         "the script: it runs again unprofiled, twice with and twice",
@@ -139,6 +145,16 @@ OPTIONS = {o.long: o for o in [
         "optimizer steps timed in each --try run, after 3 of",
         "warm-up (default 20)"], "N", 5, 100000, default=20),
 ]}
+
+# The report settings' options, in OPTIONS' order.
+REPORT_OPTIONS = [o.long for o in OPTIONS.values() if o.report]
+
+
+def report_settings(values):
+    """VALUES' report settings (a parsed command's options, or anything with
+    their `dest` attributes), by name: what the extension's reports take."""
+    return {o.dest: getattr(values, o.dest) for o in OPTIONS.values() if o.report}
+
 
 # The spelling column of the help (wide enough for "-o DIR, --output=DIR").
 HELP_COLUMN = 23

@@ -9,6 +9,7 @@ import os
 import sys
 
 from torchneck.errors import UsageError
+from torchneck.options import report_settings
 
 
 def _has_rank_folders(out_dir):
@@ -30,7 +31,7 @@ def _merge_ranks(out_dir, p):
     except ImportError as e:
         raise UsageError(f"cannot load the native part ({e}); run `make build`") from None
     try:
-        text = _torchneck.report_ranks(os.fsencode(out_dir), os.getcwdb(), p.top, p.trace_steps, strict=True)
+        text = _torchneck.report_ranks(os.fsencode(out_dir), os.getcwdb(), report_settings(p), strict=True)
     except RuntimeError as e:
         raise UsageError(" ".join(str(e).split())) from None
     sys.stdout.write(text)
@@ -56,7 +57,7 @@ def run(p):
     # (as a str it could not be passed). Every failure is a RuntimeError with
     # a message (src/bindings/report_for_python.h).
     try:
-        text = _torchneck.report_from_spill(os.fsencode(out_dir), os.getcwdb(), p.top, p.trace_steps)
+        text = _torchneck.report_from_spill(os.fsencode(out_dir), os.getcwdb(), report_settings(p))
     except RuntimeError as e:
         raise UsageError(str(e)) from None
     sys.stdout.write(text)

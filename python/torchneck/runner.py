@@ -26,6 +26,7 @@ from torchneck import workers
 from torchneck.errors import UsageError
 from torchneck.errors import one_line
 from torchneck.errors import say
+from torchneck.options import report_settings
 
 
 class _Target:
@@ -183,7 +184,7 @@ def _experiments(native, options, target, out_dir, wall_s):
                 progress("torchneck: TORCHNECK_TRY_TIMEOUT_S is not a number of seconds; "
                          f"using {timeout:.0f} s")
             found = experiment.run_experiments(native, settings, argv, options.try_steps, timeout, progress)
-            text = native.report_with_experiments(out_dir, os.getcwd(), found, options.top, options.trace_steps)
+            text = native.report_with_experiments(out_dir, os.getcwd(), found, report_settings(options))
     except KeyboardInterrupt:
         progress("torchneck: --try interrupted: the report is the profiled run's alone")
     except (RuntimeError, OSError) as e:
@@ -222,7 +223,7 @@ def _show_rank_report(native, options, watch, job, out_dir):
         say(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
             f"(`torchneck report {base}` merges again)")
     try:
-        output.show(native.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), options.top, options.trace_steps,
+        output.show(native.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), report_settings(options),
                                         strict=False))
     except RuntimeError as e:
         say(f"torchneck: the ranks' reports could not be merged ({one_line(e)}); rank 0's report follows")
@@ -311,8 +312,7 @@ def _new_session(_torchneck, options, detail, out_dir):
             ops=options.ops,
             timeline_events_per_thread=options.timeline_events,
             timeline_steps=options.timeline_steps,
-            trace_steps=options.trace_steps,
-            top=options.top,
+            report=report_settings(options),
             memory_interval_ms=options.memory_interval_ms,
             gc=options.gc,
             nvml_interval_ms=nvml_interval_ms,

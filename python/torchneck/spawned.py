@@ -37,6 +37,7 @@ from torchneck import ranks
 from torchneck.errors import UsageError
 from torchneck.errors import one_line as _one_line
 from torchneck.errors import say as _say
+from torchneck.options import report_settings
 
 
 
@@ -151,8 +152,8 @@ class SpawnLauncher:
         for folder in _settle_links(self.base):
             self._report_of_spill(folder)
         try:
-            text = self.native.report_ranks(os.fsencode(self.base), os.fsencode(os.getcwd()), self.options.top,
-                                            self.options.trace_steps, strict=False)
+            text = self.native.report_ranks(os.fsencode(self.base), os.fsencode(os.getcwd()),
+                                            report_settings(self.options), strict=False)
         except RuntimeError as e:
             _say(f"torchneck: the spawned ranks' reports could not be merged ({_one_line(e)})")
             return
@@ -165,8 +166,8 @@ class SpawnLauncher:
         if not os.path.exists(os.path.join(folder, "profile.spill")):
             return
         try:
-            self.native.report_from_spill(os.fsencode(folder), os.fsencode(os.getcwd()), self.options.top,
-                                          self.options.trace_steps)
+            self.native.report_from_spill(os.fsencode(folder), os.fsencode(os.getcwd()),
+                                          report_settings(self.options))
         except RuntimeError as e:
             _say(f"torchneck: no report of {folder}'s last spill ({_one_line(e)})")
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from torchneck import ranks
-from torchneck.options import OPTIONS
+from torchneck.options import OPTIONS, REPORT_OPTIONS
 from torchneck import rendezvous
 from torchneck.errors import UsageError
 from torchneck.errors import one_line
@@ -118,8 +118,8 @@ def run(argv, run_options):
     finally:
         signal.signal(signal.SIGINT, previous)
     try:
-        text = _torchneck.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), _top(run_args),
-                                       _trace_steps(run_args), strict=False)
+        text = _torchneck.report_ranks(os.fsencode(base), os.fsencode(os.getcwd()), _report_settings(run_args),
+                                       strict=False)
     except RuntimeError as e:
         say(f"torchneck: no merged report: {one_line(e)}")
         return code if code != 0 else 1
@@ -152,12 +152,9 @@ def _value(run_args, name, default):
     return default
 
 
-def _top(run_args):
-    return _value(run_args, "--top", OPTIONS["--top"].default)
-
-
-def _trace_steps(run_args):
-    return _value(run_args, "--trace-steps", OPTIONS["--trace-steps"].default)
+def _report_settings(run_args):
+    """The report settings among the run options (each an integer)."""
+    return {OPTIONS[n].dest: _value(run_args, n, OPTIONS[n].default) for n in REPORT_OPTIONS}
 
 
 def _fix_std_from_str():

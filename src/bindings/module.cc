@@ -41,20 +41,33 @@ namespace py = pybind11;
 namespace torchneck {
 namespace {
 
-PipelineOptions pipeline_options(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps) {
+// The report settings Python hands over by name (options.report_settings):
+// {"top": 15, "trace_steps": 5}; a name ReportSettings does not have is a
+// ValueError, a value of another type a TypeError.
+ReportSettings report_settings(const py::dict& given) {
+  ReportSettings s;
+  size_t known = 0;
+  s.each([&](const char* name, auto& member, long, long) {
+    if (!given.contains(name)) return;
+    member = given[name].template cast<std::decay_t<decltype(member)>>();
+    ++known;
+  });
+  if (known != given.size()) throw py::value_error("a report setting ReportSettings does not have");
+  return s;
+}
+
+PipelineOptions pipeline_options(const std::string& dir, const std::string& cwd, const ReportSettings& settings) {
   PipelineOptions o;
   o.dir = dir;
   o.cwd = cwd;
-  o.top = top;
-  o.trace_steps = trace_steps;
+  o.settings = settings;
   return o;
 }
 
 struct SessionOptions {
   CollectorOptions collect;
   int64_t timeline_steps = 0;  // 0: no limit in steps (core/timeline_window.h)
-  int64_t trace_steps = kDefaultTraceSteps;  // trace.json's window (report/trace_json.h)
-  size_t top = kDefaultTop;  // rows per table in the report
+  ReportSettings settings;
 };
 
 // Drives the collectors (collect/collector.h for the order it keeps): start
@@ -101,7 +114,7 @@ class Session {
     SpillOptions so;
     so.dir = out_dir;
     so.cwd = cwd;
-    so.top = o_.top;
+    so.settings = o_.settings;
     so.first_s = first_s;
     so.max_interval_s = max_interval_s;
     so.crash_handler = crash_handler;
@@ -168,7 +181,7 @@ class Session {
         timing_phase("profile.spill", 2);
       }
       std::string write_error;
-      text = report(source, pipeline_options(out_dir, cwd, o_.top, o_.trace_steps), &write_error);
+      text = report(source, pipeline_options(out_dir, cwd, o_.settings), &write_error);
       if (error.empty()) error = write_error;
       release_source(std::move(source));
     }
@@ -300,20 +313,20 @@ class Session {
 // `torchneck report DIR` (and run --try's second report): the report again
 // from DIR/profile.spill; `experiments`, when given, join the run first and
 // the spill is saved with them.
-std::string report_of_dir(const std::string& dir, const std::string& cwd, size_t top, int64_t trace_steps,
+std::string report_of_dir(const std::string& dir, const std::string& cwd, const ReportSettings& settings,
                           const std::vector<Experiment>* experiments) {
   Source source = spill_source(dir, experiments);
-  return report(source, pipeline_options(dir, cwd, top, trace_steps));
+  return report(source, pipeline_options(dir, cwd, settings));
 }
 
 // A distributed job's folder (model/rank_folders.h): every rank's profile
 // read back, the ranks compared, and the merged report written to BASE: the
 // lowest rank's tables, the ranks' section and findings. STRICT: see
 // load_rank_folders.
-std::string report_of_ranks(const std::string& base, const std::string& cwd, size_t top, int64_t trace_steps,
+std::string report_of_ranks(const std::string& base, const std::string& cwd, const ReportSettings& settings,
                             bool strict) {
   Source source = rank_folders_source(base, strict);
-  return report(source, pipeline_options(base, cwd, top, trace_steps));
+  return report(source, pipeline_options(base, cwd, settings));
 }
 
 }  // namespace
@@ -327,7 +340,7 @@ PYBIND11_MODULE(_torchneck, m) {
   py::class_<Session>(m, "Session")
       .def(py::init([](const std::string& python_mode, double sample_hz, bool ops,
                        size_t timeline_events_per_thread, double shape_sample_prob, bool modules,
-                       int64_t timeline_steps, int64_t trace_steps, size_t top, int64_t memory_interval_ms,
+                       int64_t timeline_steps, const py::dict& report, int64_t memory_interval_ms,
                        bool gc, int64_t nvml_interval_ms, const std::string& detail) {
              // lockstep: windows on the fixed schedule of a rank (core/detail_window.h).
              if (detail != "window" && detail != "full" && detail != "lockstep")
@@ -335,9 +348,8 @@ PYBIND11_MODULE(_torchneck, m) {
              if (memory_interval_ms < 0) throw std::invalid_argument("memory_interval_ms must be >= 0");
              if (nvml_interval_ms < 0) throw std::invalid_argument("nvml_interval_ms must be >= 0");
              SessionOptions o;
-             o.trace_steps = trace_steps;
              o.timeline_steps = timeline_steps;
-             o.top = top;
+             o.settings = report_settings(report);
              o.collect.modules = modules;
              o.collect.python_mode = python_mode_from_string(python_mode);  // ValueError naming it
              o.collect.sample_hz = sample_hz;
@@ -354,7 +366,7 @@ PYBIND11_MODULE(_torchneck, m) {
            py::arg("python_mode") = "sample", py::arg("sample_hz") = 200.0, py::arg("ops") = true,
            py::arg("timeline_events_per_thread") = size_t{1} << 19,
            py::arg("shape_sample_prob") = 0.05, py::arg("modules") = true,
-           py::arg("timeline_steps") = 0, py::arg("trace_steps") = kDefaultTraceSteps, py::arg("top") = kDefaultTop,
+           py::arg("timeline_steps") = 0, py::arg("report") = py::dict(),
            py::arg("memory_interval_ms") = 100, py::arg("gc") = true,
            py::arg("nvml_interval_ms") = 100, py::arg("detail") = "window")
       .def("start", &Session::start)
@@ -381,28 +393,28 @@ PYBIND11_MODULE(_torchneck, m) {
   // (after a kill -9, a fatal signal, or to see it once more).
   m.def(
       "report_from_spill",
-      [](const FsPath& dir, const FsPath& cwd, size_t top, int64_t trace_steps) {
-        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, nullptr); });
+      [](const FsPath& dir, const FsPath& cwd, const py::dict& settings) {
+        const ReportSettings s = report_settings(settings);
+        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, s, nullptr); });
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("top") = kDefaultTop, py::arg("trace_steps") = kDefaultTraceSteps);
+      py::arg("dir"), py::arg("cwd"), py::arg("settings") = py::dict());
   // run --try: the experiments join the run's spill (so `torchneck report
   // DIR` keeps them) and the report is written again with them.
   m.def(
       "report_with_experiments",
-      [](const FsPath& dir, const FsPath& cwd, const std::vector<Experiment>& experiments, size_t top,
-         int64_t trace_steps) {
-        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, top, trace_steps, &experiments); });
+      [](const FsPath& dir, const FsPath& cwd, const std::vector<Experiment>& experiments, const py::dict& settings) {
+        const ReportSettings s = report_settings(settings);
+        return report_for_python([&] { return report_of_dir(dir.bytes, cwd.bytes, s, &experiments); });
       },
-      py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("top") = kDefaultTop,
-      py::arg("trace_steps") = kDefaultTraceSteps);
+      py::arg("dir"), py::arg("cwd"), py::arg("experiments"), py::arg("settings") = py::dict());
   // A distributed job's folder: the ranks' reports merged into BASE.
   m.def(
       "report_ranks",
-      [](const FsPath& base, const FsPath& cwd, size_t top, int64_t trace_steps, bool strict) {
-        return report_for_python([&] { return report_of_ranks(base.bytes, cwd.bytes, top, trace_steps, strict); });
+      [](const FsPath& base, const FsPath& cwd, const py::dict& settings, bool strict) {
+        const ReportSettings s = report_settings(settings);
+        return report_for_python([&] { return report_of_ranks(base.bytes, cwd.bytes, s, strict); });
       },
-      py::arg("base"), py::arg("cwd"), py::arg("top") = kDefaultTop, py::arg("trace_steps") = kDefaultTraceSteps,
-      py::arg("strict") = true);
+      py::arg("base"), py::arg("cwd"), py::arg("settings") = py::dict(), py::arg("strict") = true);
   // The launcher's own user scopes: torchneck::backward
   // (python/torchneck/backward_scope.py), torchneck::graph_watch
   // (python/torchneck/graph_watch.py).

@@ -205,7 +205,7 @@ void report_crash(Spiller& s, int sig) {
   PipelineOptions out;
   out.dir = s.options.dir;
   out.cwd = s.options.cwd;
-  out.top = s.options.top;
+  out.settings = s.options.settings;
   const std::string text = report(source, out);
   write_all(2, std::string("\ntorchneck: the script died by ") + signal_name(sig) +
                    "; the report below is from what was collected until then\n" + text);

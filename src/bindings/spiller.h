@@ -27,7 +27,7 @@ namespace torchneck {
 struct SpillOptions {
   std::string dir;          // output folder; the spill is dir + "/profile.spill"
   std::string cwd;          // for relative paths in the crash report
-  size_t top = kDefaultTop;  // rows per table in the crash report
+  ReportSettings settings;  // of the crash report
   double first_s = 1.0;     // first spill after this long
   double max_interval_s = 10.0;  // 0: no periodic spills (the crash report stays)
   double max_overhead = 0.02;

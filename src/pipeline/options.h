@@ -14,11 +14,26 @@
 
 namespace torchneck {
 
+// What a user sets of the reports, each by the name of its option's
+// destination (python/torchneck/options.py marks those options report=True;
+// the launcher hands them over by name, torchneck-analyze parses them here).
+// A new one is a member and its line in each().
+struct ReportSettings {
+  size_t top = kDefaultTop;  // rows in the Python and operator tables
+  int64_t trace_steps = kDefaultTraceSteps;  // steady steps in trace.json
+
+  // visit(name, member, the least value, the most) for each setting.
+  template <typename Visit>
+  void each(Visit&& visit) {
+    visit("top", top, 1, 1000);
+    visit("trace_steps", trace_steps, 0, 1'000'000);
+  }
+};
+
 struct PipelineOptions {
   std::string dir;  // the output folder; empty: the terminal report only
   std::string cwd;  // paths under it are shown relative to it
-  size_t top = kDefaultTop;  // rows in the Python and operator tables
-  int64_t trace_steps = kDefaultTraceSteps;  // steady steps in trace.json
+  ReportSettings settings;
   kineto::ReadLimits read_limits;  // the largest Kineto trace read
   bool ingest_two_threads = false;  // a large trace scanned and parsed on two threads
   // Kineto traces: the progress of reading file INDEX of COUNT, DONE of
@@ -27,7 +42,7 @@ struct PipelineOptions {
 
   SummaryOptions summary() const {
     SummaryOptions s;
-    s.top_python = s.top_ops = top;
+    s.top_python = s.top_ops = settings.top;
     return s;
   }
 };

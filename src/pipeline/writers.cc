@@ -42,7 +42,7 @@ void write_html_report(const Analysed& a, const PipelineOptions&, const std::str
 // memory. Several ranks on one clock: every rank's, as one process group each.
 void write_trace_json(const Analysed& a, const PipelineOptions& options, const std::string& path) {
   TraceJsonOptions trace;
-  trace.steps = options.trace_steps;
+  trace.steps = options.settings.trace_steps;
   trace.pid = a.trace_pid;
   write_file_atomically(
       path,

@@ -1,4 +1,4 @@
-// `torchneck analyze [-o DIR] [--top N] [--max-trace-size SIZE] PATH`: the
+// `torchneck analyze [-o DIR] [--top N] [--trace-steps N] [--max-trace-size SIZE] PATH`: the
 // report of a torch.profiler (Kineto) trace, or of a folder of rank traces,
 // without Python or torch: the same kind of report as a live run (verdict
 // first) and profile.json in the same schema, plus its "gpu" section (and
@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -32,29 +33,11 @@ namespace {
 
 using namespace torchneck;
 
-// The help of `torchneck analyze`, word for word what the Python launcher
-// generates for it (python/torchneck/cli.py ANALYZE_ABOUT, options.py's
-// option table): tests/python/test_option_agreement.py compares them.
+// The help of `torchneck analyze`: the Python launcher's own, generated
+// from python/torchneck/cli.py at build time (scripts/gen-analyze-usage).
 constexpr const char* kUsage =
-    "usage: torchneck analyze [options] TRACE\n"
-    "\n"
-    "Reports the bottleneck of a torch.profiler (Kineto) trace: TRACE is a .json\n"
-    "or .json.gz file (export_chrome_trace, tensorboard_trace_handler), or a\n"
-    "folder of them, one per rank. Prints the report and writes DIR/profile.json,\n"
-    "DIR/report.txt and DIR/trace.json, a timeline of the first steps for\n"
-    "https://ui.perfetto.dev or chrome://tracing.\n"
-    "\n"
-    "options:\n"
-    "  -o DIR, --output=DIR output folder (default: a new folder under ./torchneck-out/)\n"
-    "  --top=N              rows per table in the terminal report (default 15)\n"
-    "  --trace-steps=N      steady steps shown in DIR/trace.json, the timeline for\n"
-    "                       ui.perfetto.dev or chrome://tracing (default 5, with\n"
-    "                       the warm-up steps before them; 0: every step kept)\n"
-    "  --max-trace-size=SIZE\n"
-    "                       the largest trace read, gunzipped: bytes, or with K,\n"
-    "                       M, G or T (default: half of this machine's memory, as\n"
-    "                       the whole text is held while it is read)\n"
-    "  -h, --help           this help\n";
+#include "analyze_usage.inc"
+    ;
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -62,8 +45,7 @@ struct Usage : std::runtime_error {
 
 struct Args {
   std::string path, out;
-  size_t top = kDefaultTop;
-  int64_t trace_steps = kDefaultTraceSteps;
+  ReportSettings settings;
   kineto::ReadLimits limits;
 };
 
@@ -109,6 +91,28 @@ bool parse_size(const std::string& v, size_t* out) {
   return true;
 }
 
+// A report setting's option (pipeline/options.h): "--trace-steps" sets
+// trace_steps. Returns false for another option; with a VALUE, sets it, or
+// throws Usage when it is not an integer in the setting's range.
+bool report_setting(ReportSettings& settings, const std::string& canonical, const std::string& name,
+                    const std::string* value, std::string* compared) {
+  std::string dest = canonical.size() > 2 ? canonical.substr(2) : "";
+  std::replace(dest.begin(), dest.end(), '-', '_');
+  bool found = false;
+  settings.each([&](const char* setting, auto& member, long lo, long hi) {
+    if (dest != setting) return;
+    found = true;
+    if (value == nullptr) return;
+    long n = 0;
+    if (!parse_int(*value, lo, hi, &n))
+      throw Usage(name + " must be an integer between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                  ", not '" + *value + "'");
+    member = static_cast<std::decay_t<decltype(member)>>(n);
+    *compared = std::to_string(n);
+  });
+  return found;
+}
+
 // The same folder however spelled ("out", "./out/"): what repeats of -o compare.
 std::string same_folder(const std::string& dir) {
   std::error_code ec;
@@ -144,32 +148,25 @@ Args parse(int argc, char** argv) {
       eq = true;
     }
     const std::string canonical = name == "-o" ? "--output" : name;
-    if (canonical != "--output" && canonical != "--top" && canonical != "--trace-steps" &&
-        canonical != "--max-trace-size")
+    if (canonical != "--output" && canonical != "--max-trace-size" &&
+        !report_setting(a.settings, canonical, name, nullptr, nullptr))
       throw Usage("unknown option " + arg + " (see torchneck analyze --help)");
     if (!eq) {
       if (i + 1 >= argc) throw Usage(name + " needs a value");
       value = argv[++i];
     }
     std::string compared;
-    long n = 0;
     if (canonical == "--output") {
       if (value.empty()) throw Usage(name + " needs a folder name");
       a.out = value;
       compared = same_folder(value);
-    } else if (canonical == "--top") {
-      if (!parse_int(value, 1, 1000, &n)) throw Usage(name + " must be an integer between 1 and 1000, not '" + value + "'");
-      a.top = static_cast<size_t>(n);
-      compared = std::to_string(n);
-    } else if (canonical == "--trace-steps") {
-      if (!parse_int(value, 0, 1000000, &n)) throw Usage(name + " must be an integer between 0 and 1000000, not '" + value + "'");
-      a.trace_steps = n;
-      compared = std::to_string(n);
-    } else {
+    } else if (canonical == "--max-trace-size") {
       if (!parse_size(value, &a.limits.max_text))
         throw Usage(name + " must be a size between 1 and 1024T such as 512M or 20G (bytes, or K, M, G, T: " +
                     "powers of 1024), not '" + value + "'");
       compared = std::to_string(a.limits.max_text);
+    } else {
+      report_setting(a.settings, canonical, name, &value, &compared);  // one, as checked above
     }
     const auto seen = given.find(canonical);
     if (seen != given.end() && seen->second.second != compared) {
@@ -216,8 +213,7 @@ int run(int argc, char** argv) {
   const Args a = parse(argc, argv);
   PipelineOptions options;
   options.ingest_two_threads = threads != nullptr && std::strcmp(threads, "2") == 0;
-  options.top = a.top;
-  options.trace_steps = a.trace_steps;
+  options.settings = a.settings;
   options.read_limits = a.limits;
   kineto_trace_files(a.path);  // none: refused before a folder is made
   const PreparedDir prepared = prepare_output_dir(a.out, a.path);  // report/output_dir.h, as `run`'s

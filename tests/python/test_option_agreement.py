@@ -1,8 +1,9 @@
 """`torchneck analyze` reads its options natively (no Python start-up), every
 other command in Python (options.py): the two parsers must take the same
-spellings, refuse the same mistakes with the same words, and show the same
-help. The same argument lists go through both; the oracle is the Python
-parser's verdict, and the native binary must match it."""
+spellings, refuse the same mistakes with the same words, show the same
+help and have the same defaults; and the extension takes every report
+option by its name. The same argument lists go through both; the oracle is
+the Python parser's verdict, and the native binary must match it."""
 
 import os
 import subprocess
@@ -15,7 +16,7 @@ from conftest import PYTHON, ROOT
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from torchneck import cli  # noqa: E402 - the launcher's parser, no torch needed
 from torchneck.errors import UsageError  # noqa: E402
-from torchneck.options import HelpRequested, parse  # noqa: E402
+from torchneck.options import OPTIONS, REPORT_OPTIONS, HelpRequested, parse  # noqa: E402
 
 NATIVE = os.path.join(ROOT, "build", "torchneck-analyze")
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
@@ -118,3 +119,34 @@ def test_python_dash_m_analyze_execs_the_same_binary(tmp_path):
     helped = subprocess.run([PYTHON, "-m", "torchneck", "help", "analyze"], capture_output=True, text=True,
                             timeout=60, env=env)
     assert helped.returncode == 0 and helped.stdout == ANALYZE.help()
+
+
+@pytest.mark.parametrize("name", REPORT_OPTIONS)
+def test_native_defaults_are_the_launchers(name, tmp_path):
+    # GIVEN a report option (a ReportSettings member on the native side)
+    o = OPTIONS[name]
+    # WHEN analyze runs without it, and with the launcher's default given
+    outputs = []
+    for folder, extra in (("plain", []), ("given", [f"{name}={o.default}"])):
+        cwd = tmp_path / folder
+        cwd.mkdir()
+        r = subprocess.run([NATIVE, *extra, "-o", "out", TRACE], capture_output=True, text=True, timeout=120,
+                           cwd=str(cwd))
+        assert r.returncode == 0, r.stderr
+        outputs.append({f: (cwd / "out" / f).read_text().replace(str(cwd), "CWD")
+                        for f in ("report.txt", "profile.json", "trace.json")})
+    # THEN the outputs are the same: the native default is the launcher's
+    assert outputs[0] == outputs[1]
+
+
+def test_every_report_option_is_a_setting_the_extension_takes(tmp_path):
+    import torch  # noqa: F401  (the extension links the libtorch that torch loads)
+    from torchneck import _torchneck
+    missing, cwd = os.fsencode(str(tmp_path / "none")), os.fsencode(str(tmp_path))
+    for name in REPORT_OPTIONS:
+        o = OPTIONS[name]
+        # taken by its name: the report then fails only for want of a spill
+        with pytest.raises(RuntimeError):
+            _torchneck.report_from_spill(missing, cwd, {o.dest: o.default})
+    with pytest.raises(ValueError):
+        _torchneck.report_from_spill(missing, cwd, {"no_such_setting": 1})
