@@ -47,6 +47,7 @@ std::vector<LayerStats> module_rows(const Run& run) {
     stats[i].module = i;
     stats[i].name = run.modules[i].name;
     stats[i].type = run.modules[i].type;
+    stats[i].config = run.modules[i].config;
     stats[i].params = run.modules[i].params;
     stats[i].compiled = run.modules[i].compiled;
     int d = 0;
@@ -99,12 +100,13 @@ class LayerSweep {
     sweep_threads();
     attribute_backward(out);
     if (launches_ != nullptr) attribute_gpu(out);
-    for (auto& s : stats_) {
-      // A compiled module's children ran inside its compiled region, unseen:
-      // it is not a leaf (heavy_layer must not name it as one layer).
+    // A compiled module's children ran inside its compiled region, unseen:
+    // it is not a leaf (heavy_layer must not name it as one layer).
+    for (auto& s : stats_)
       if (s.compiled) s.leaf = false;
+    mark_output_layers();
+    for (auto& s : stats_)
       if (s.calls > 0 || s.backward_ns > 0 || s.eval_calls > 0) out.layers.push_back(std::move(s));
-    }
     std::sort(out.layers.begin(), out.layers.end(), [](const LayerStats& a, const LayerStats& b) {
       if (a.combined() != b.combined()) return a.combined() > b.combined();
       return a.name < b.name;
@@ -113,6 +115,21 @@ class LayerSweep {
   }
 
  private:
+  // Each root's output layer: of the leaves with parameters it called in
+  // training, the one it called first last (modules are indexed in
+  // first-call order).
+  void mark_output_layers() {
+    std::unordered_map<uint32_t, uint32_t> last_of_root;
+    for (uint32_t i = 0; i < stats_.size(); ++i) {
+      const LayerStats& s = stats_[i];
+      if (!s.leaf || s.depth == 0 || s.params <= 0 || s.calls == 0) continue;
+      uint32_t root = i;
+      for (int d = 0; run_.modules[root].parent >= 0 && d < 256; ++d) root = static_cast<uint32_t>(run_.modules[root].parent);
+      last_of_root[root] = i;
+    }
+    for (const auto& [root, module] : last_of_root) stats_[module].output_layer = true;
+  }
+
   void add_module_and_op_points() {
     for (const ModuleEvent& e : run_.module_events)
       points_[e.thread_index].push_back({e.t_ns, e.is_exit ? 0 : 2, e.module});

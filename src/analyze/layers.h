@@ -18,6 +18,7 @@ struct LayerStats {
   uint32_t module = 0;  // index into Run::modules
   std::string name;
   std::string type;
+  std::string config;       // ModuleInfo::config: "in_features=4096, out_features=512, bias=True"
   uint64_t calls = 0;       // training calls (outside evaluation passes)
   int64_t forward_ns = 0;   // inclusive, training calls only
   // Calls inside evaluation passes (StepAnalysis::evaluation): not the
@@ -29,6 +30,10 @@ struct LayerStats {
   int depth = 0;            // 0 for a root model
   bool leaf = true;         // no child module was called, and not compiled
   bool compiled = false;    // torch.compile'd: its time is its compiled region's (compiled.h)
+  // The last leaf with parameters its root model calls first (its modules
+  // are indexed in first-call order): the model's output layer, whose
+  // width the task sets (a classifier's classes, a vocabulary).
+  bool output_layer = false;
   // GPU work launched in the run's GPU window (GpuLaunch below): in the
   // module's forward, and by the backward nodes it created; inclusive of
   // children, training calls only. -1: no GPU window.

@@ -151,6 +151,9 @@ struct ModuleInfo {
   // module it wraps): its inside runs as compiled graphs, with no module
   // scopes of its own, so its time is its whole compiled region's.
   bool compiled = false;
+  // Its extra_repr(), what print(model) shows in parentheses (bounded):
+  // "in_features=4096, out_features=512, bias=True"; "" when unknown.
+  std::string config = "";
 };
 
 // One process of the run: the main one, or a DataLoader worker process

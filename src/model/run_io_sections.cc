@@ -198,6 +198,7 @@ void modules_fields(IO& io, R& run) {
     io.num(m.params);
     io.num(m.parent);
     io.flag(m.compiled);
+    io.str(m.config);
   });
   io.check(
       [&run] {

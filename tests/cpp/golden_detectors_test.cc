@@ -73,6 +73,8 @@ DiagnosisInput load_input(const json& j) {
     x.params = l.at("params");
     x.depth = l.at("depth");
     x.leaf = l.at("leaf");
+    x.config = l.value("config", "");
+    x.output_layer = l.value("output_layer", false);
     in.layers.push_back(x);
   }
   for (const json& d : j.at("data_functions"))

@@ -46,6 +46,7 @@ DiagnosisInput step_of(int64_t data_ms, double fc_share) {
   const auto fc = static_cast<int64_t>(fc_share * static_cast<double>(model_ms) * 40 / 2);
   const int64_t all = model_ms * 40 / 2;
   in.layers = {layer("Net", 0, false, all, all, 2'100'000), layer("fc", 1, true, fc, fc, 2'097'664)};
+  in.layers[1].config = "in_features=4096, out_features=512, bias=True";
   for (int i = 0; i < 4; ++i)
     in.layers.push_back(layer("conv" + std::to_string(i), 1, true, (all - fc) / 4, (all - fc) / 4, 580));
   return in;
@@ -64,12 +65,16 @@ TEST(HeavyLayer, FoundInAnInputBoundStepWhenTheLayerItselfCostsEnough) {
   // loader (in the main process) waits 61 % of the step, fc is 84 % of the
   // model's 39 %
   const Finding* f = heavy(step_of(61, 0.84));
-  // THEN fc is named, as 84 % of the model, with a gain of half its 32.8 %
+  // THEN fc is named, as 84 % of the model, with the gain of halving its
+  // width: half its multiply-adds, half its 32.8 %
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->title.find("Layer fc"), std::string::npos) << f->title;
   EXPECT_NE(f->title.find("84.0 %"), std::string::npos) << f->title;
   ASSERT_TRUE(f->estimated_gain_pct.has_value());
   EXPECT_NEAR(*f->estimated_gain_pct, 16.4, 0.1);
+  EXPECT_FALSE(f->gain_is_upper_bound);
+  EXPECT_NE(f->recommendation.find("Linear(4096, 512) -> Linear(4096, 256)"), std::string::npos) << f->recommendation;
+  EXPECT_NE(f->gain_arithmetic.find("2.10 M -> 1.05 M multiply-adds"), std::string::npos) << f->gain_arithmetic;
   // AND it is medium: high needs the model to be half the step
   EXPECT_EQ(f->severity, Severity::kMedium);
   EXPECT_EQ(heavy(step_of(40, 0.84))->severity, Severity::kHigh);
@@ -106,6 +111,80 @@ TEST(HeavyLayer, OnContendedCoresALayerFarAboveItsTwinsIsTheWaitNotItsWork) {
   // AND on a quiet host the same times keep their severity
   in.main_runqueue_fraction = 0.0;
   EXPECT_NE(heavy(in)->severity, Severity::kLow);
+}
+
+// fc's share of the step in step_of(61, 0.84): 84 % of the model's 39 %.
+constexpr double kFcStepPct = 0.84 * 39.0;
+
+TEST(HeavyLayer, AnOutputLayerIsNarrowedFromItsInputNotItsOutputs) {
+  // GIVEN fc the model's output layer, 784 outputs (an autoencoder's pixels)
+  DiagnosisInput in = step_of(61, 0.84);
+  in.layers[1].config = "in_features=400, out_features=784, bias=True";
+  in.layers[1].output_layer = true;
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  // THEN the advice keeps its outputs and halves what feeds it: half its
+  // multiply-adds
+  EXPECT_NE(f->recommendation.find("784 outputs are what the task asks"), std::string::npos) << f->recommendation;
+  EXPECT_EQ(f->recommendation.find("halve fc's width"), std::string::npos) << f->recommendation;
+  EXPECT_NEAR(*f->estimated_gain_pct, kFcStepPct / 2, 0.1);
+}
+
+TEST(HeavyLayer, AVocabularyProjectionGetsItsOwnAdviceAndOnlyAnUpperBound) {
+  // GIVEN fc the output layer onto the vocabulary an embedding holds
+  DiagnosisInput in = step_of(61, 0.84);
+  in.layers[1].config = "in_features=768, out_features=50257, bias=False";
+  in.layers[1].output_layer = true;
+  LayerStats wte = layer("wte", 1, true, 1, 1, 50257 * 768);
+  wte.type = "Embedding";
+  wte.config = "50257, 768";
+  in.layers.push_back(wte);
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  // THEN it is named as such, and what its change saves depends on the data:
+  // the gain is the layer's whole share, as an upper bound
+  EXPECT_NE(f->recommendation.find("vocabulary projection (50257 outputs, as wte's rows)"), std::string::npos)
+      << f->recommendation;
+  EXPECT_TRUE(f->gain_is_upper_bound);
+  EXPECT_NEAR(*f->estimated_gain_pct, kFcStepPct, 0.1);
+}
+
+TEST(HeavyLayer, ARecurrentLayersGainIsItsMultiplyAddsAtHalfTheHiddenSize) {
+  // GIVEN the heavy layer a two-layer LSTM, input 64, hidden 256
+  DiagnosisInput in = step_of(61, 0.84);
+  in.layers[1].type = "LSTM";
+  in.layers[1].config = "64, 256, num_layers=2";
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  // THEN halving its hidden size removes, per time step and gate,
+  // 256 x (64 + 256) + 256 x (256 + 256) = 212,992 multiply-adds down to
+  // 128 x (64 + 128) + 128 x (128 + 128) = 57,344
+  const double saving = 1.0 - 57344.0 / 212992.0;
+  EXPECT_NE(f->recommendation.find("hidden_size, 256 -> 128"), std::string::npos) << f->recommendation;
+  EXPECT_NEAR(*f->estimated_gain_pct, kFcStepPct * saving, 0.1);
+  EXPECT_FALSE(f->gain_is_upper_bound);
+}
+
+TEST(HeavyLayer, AConvHalvesItsOutputChannelsAndNamesTheSeparablePair) {
+  DiagnosisInput in = step_of(61, 0.84);
+  in.layers[1].type = "Conv2d";
+  in.layers[1].config = "64, 128, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)";
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->recommendation.find("output channels, 128 -> 64"), std::string::npos) << f->recommendation;
+  // a depthwise-separable pair: (9 x 64 + 64 x 128) / (9 x 64 x 128) of the
+  // multiply-adds, 88 % fewer
+  EXPECT_NE(f->recommendation.find("88.1 % fewer multiply-adds"), std::string::npos) << f->recommendation;
+  EXPECT_NEAR(*f->estimated_gain_pct, kFcStepPct / 2, 0.1);
+}
+
+TEST(HeavyLayer, ALayerOfUnknownShapeGetsAnUpperBoundNotAnAssumedSaving) {
+  DiagnosisInput in = step_of(61, 0.84);
+  in.layers[1].config.clear();
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->gain_is_upper_bound);
+  EXPECT_NEAR(*f->estimated_gain_pct, kFcStepPct, 0.1);
 }
 
 }  // namespace

@@ -91,7 +91,8 @@ Run full_run() {
   r.data_wait_cpu_ns = 1'250'000;
   r.data_wait_runqueue_ns = 750'000;
   r.step_clocks = {{100, 40, 5, 0, 1, 30}, {200, 90, -1, 1, 4096, 7000000000}};
-  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0}, {"model.head", "Head", 10, 0, true}};
+  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0, false, "in_features=8, out_features=10, bias=True"},
+               {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
   me.module = 1;
@@ -198,6 +199,7 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.timeline.at(1).kind, OpKind::kBackward);
   EXPECT_EQ(after.module_events.at(0).is_exit, 1);
   EXPECT_FALSE(after.modules.at(1).compiled);
+  EXPECT_EQ(after.modules.at(1).config, "in_features=8, out_features=10, bias=True");
   EXPECT_TRUE(after.modules.at(2).compiled);
   EXPECT_EQ(after.samples.at(1).stack, PySample::kNoStack);
   EXPECT_EQ(after.samples.at(0).t_ns, 40);
@@ -346,11 +348,11 @@ TEST(RunIo, AnotherFormatVersionIsNamed) {
   // GIVEN the start of a version 13 spill (no header checksum: the script's
   // length follows the version)
   const std::string v13 = magic + le_bytes(13, 4) + stored("train.py");
-  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 16");
+  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 17");
   // and a newer version's header, whole
-  std::string v17 = magic + le_bytes(17, 4);
-  v17 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v17.data()), static_cast<uInt>(v17.size())), 4);
-  EXPECT_EQ(refusal(v17), "byte 8: spill format version 17 (a newer torchneck's); this torchneck reads version 16");
+  std::string v18 = magic + le_bytes(18, 4);
+  v18 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v18.data()), static_cast<uInt>(v18.size())), 4);
+  EXPECT_EQ(refusal(v18), "byte 8: spill format version 18 (a newer torchneck's); this torchneck reads version 17");
   // but a version byte changed in this version's header is damage
   std::string b = encode_run(full_run());
   b[8] = 13;

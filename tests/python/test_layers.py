@@ -1,9 +1,12 @@
 """The layer tree as the model names it: each module called in the run is
 listed under the name model.named_modules() gives it, also when containers
 that are never called (nn.ModuleDict, nn.ModuleList) stand between it and
-its parent, and a block's time is inside its model's."""
+its parent, a block's time is inside its model's, and heavy_layer's advice
+fits the heavy layer's kind and shape."""
 
 import json
+
+import pytest
 
 from conftest import load_profile, run_tool, script
 
@@ -46,3 +49,37 @@ def test_two_roots_of_one_class_are_named_by_what_holds_them(tmp_path):
                 | set(truth["modules_without_children"]))
     assert layers <= expected, sorted(layers - expected)
     assert {"netG", "netD", "netG.0", "netD.0"} <= layers, sorted(layers)
+
+
+# What heavy_layer must advise for each kind of heavy layer (docs/findings.md):
+# a hidden layer made narrower, an output layer fed fewer inputs (its outputs
+# are the task's), a vocabulary projection its own advice, a recurrent layer
+# a smaller hidden size.
+ADVICE = {
+    "hidden": "halve mid's width: Linear(64, 2048) -> Linear(64, 1024)",
+    "output": "out's 8192 outputs are what the task asks",
+    "vocab": "lm_head is the vocabulary projection (8192 outputs, as wte's rows)",
+    "lstm": "halve rnn's hidden_size, 256 -> 128",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ADVICE))
+def test_heavy_layer_advice_fits_the_layer(kind, tmp_path):
+    # GIVEN a model whose one heavy layer is of KIND, the model the whole step
+    out, truth_path = tmp_path / "out", tmp_path / "truth.json"
+    r = run_tool(["--detail=full", "-o", str(out), script("heavy_layer_kinds.py"), kind, "--truth", str(truth_path)])
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(truth_path.read_text())
+    found = {f["id"]: f for f in load_profile(str(out))["findings"]}
+    # THEN heavy_layer names it, shows its configuration as the script's own
+    # module prints it, says whether it is the model's output layer, and
+    # advises what fits its kind
+    assert "heavy_layer" in found, sorted(found)
+    f = found["heavy_layer"]
+    assert f"Layer {truth['heavy']} " in f["title"], f["title"]
+    [shape] = [e for e in f["evidence"] if e.startswith(truth["heavy"] + ": ") and "(" + truth["config"] + ")" in e]
+    assert shape.endswith(", the model's output layer") == (truth["heavy"] == truth["output_layer"]), shape
+    assert ADVICE[kind] in f["recommendation"], f["recommendation"]
+    # AND its gain is computed from the layer's shape, except where it
+    # depends on the data (a vocabulary's token frequencies): an upper bound
+    assert f["gain_is_upper_bound"] == (kind == "vocab"), f

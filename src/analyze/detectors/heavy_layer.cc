@@ -3,6 +3,7 @@
 
 #include "analyze/detectors/shared_thresholds.h"
 #include "analyze/diagnosis.h"
+#include "analyze/layer_advice.h"
 #include "core/stats.h"
 
 namespace torchneck {
@@ -16,17 +17,10 @@ constexpr double kHeavyLayerHighShare = 0.60;
 // half the step.
 constexpr double kComputeShareForHigh = 0.50;
 // Below this share of the step in the layer's own forward + backward, it is
-// no bottleneck, however lopsided the model (e.g. an input-bound run of a
-// small model). The layer's share of the step, not the model's: the gate
-// was forward + backward >= 40 % of the step, which let a layer of 40 % of
-// such a model (16 % of the step) through and held back the seed's case
-// study when its loader waited 58 %: fc, 84 % of a model at 39.8 % of the
-// step, costs 33 % of every step (its loader runs in the main process, so
-// the two add up). 16 %: the least the old gates let through.
+// no bottleneck, however lopsided the model (a small model in an input-bound
+// step). The layer's share of the step, not the model's: a loader in the
+// main process adds to the step beside a layer that still costs a third of it.
 constexpr double kMinLayerStepShare = kHeavyLayerShare * 0.40;
-// What the advice typically achieves: a layer made half as wide (or low-rank)
-// costs about half; the estimate assumes that halving.
-constexpr double kAssumedLayerSaving = 0.5;
 // A model of one leaf layer with parameters has nothing to compare it with.
 constexpr size_t kMinLeaves = 2;
 // Layers of one type and size do the same work: on contended cores, one
@@ -41,24 +35,6 @@ int64_t twins_median(const std::vector<LayerStats>& layers, const LayerStats& he
     if (&l != &heavy && l.leaf && l.depth > 0 && l.calls > 0 && l.type == heavy.type && l.params == heavy.params)
       twins.push_back(l.combined());
   return twins.empty() ? -1 : middle_value(std::move(twins));
-}
-
-std::string advice(const LayerStats& l) {
-  const std::string& t = l.type;
-  if (t == "Linear" || t == "Bilinear" || t == "LazyLinear")
-    return "shrink " + l.name + " (" + std::to_string(l.params) +
-           " parameters): fewer output features, or a low-rank pair nn.Linear(in, r) -> nn.Linear(r, out); "
-           "on GPU use mixed precision (torch.autocast) so it runs on tensor cores";
-  if (t.rfind("Conv", 0) == 0)
-    return "make " + l.name + " cheaper: fewer channels, a depthwise-separable conv (groups=in_channels + 1x1), "
-           "or channels_last memory format (model.to(memory_format=torch.channels_last))";
-  if (t == "LSTM" || t == "GRU" || t == "RNN")
-    return "shorten sequences or hidden size of " + l.name + ", or pack padded sequences";
-  if (t == "MultiheadAttention" || t.find("Attention") != std::string::npos)
-    return "use torch.nn.functional.scaled_dot_product_attention (torch >= 2.0) or shorter sequences for " + l.name;
-  if (t == "Embedding" || t == "EmbeddingBag")
-    return "use sparse=True gradients or a smaller vocabulary for " + l.name;
-  return "profile " + l.name + " (" + t + ") alone and reduce its size or work";
 }
 
 }  // namespace
@@ -99,6 +75,9 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
                        fmt_ms(heavy->backward_ns) + " over " + std::to_string(heavy->calls) + " calls, " +
                        std::to_string(heavy->params) + " parameters");
+  if (!heavy->config.empty())
+    f.evidence.push_back(heavy->name + ": " + heavy->type + "(" + heavy->config + ")" +
+                         (heavy->output_layer ? ", the model's output layer" : ""));
   if (contended)
     f.evidence.push_back("caution: the loop waited for a CPU " + fmt_pct(in.main_runqueue_fraction) +
                          " of the training loop (core_contention): layer times include that wait");
@@ -106,17 +85,20 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
     f.evidence.push_back("layers of its type and size took " + fmt_ms(twins) + " (median): the rest is more likely that wait than its work");
   f.evidence.push_back("whole model: " + fmt_ms(model_total) + " forward + backward");
   f.evidence.push_back("forward + backward are " + fmt_pct(compute) + " of a step on average");
-  f.recommendation = advice(*heavy);
+  const LayerAdvice advice = layer_advice(*heavy, in.layers);
+  f.recommendation = advice.change;
   if (T > 0) {
     // The layer's cost per step is its share of the model's training work
     // (calls in evaluation passes are counted apart, LayerStats::eval_*)
     // applied to the step's forward + backward: never more than the step.
-    const double per_step = part * static_cast<double>(s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward]);
-    f.estimated_gain_pct = 100.0 * kAssumedLayerSaving * per_step / static_cast<double>(T);
-    f.gain_arithmetic = heavy->name + " " + fmt_pct(part) + " of forward + backward " +
-                        fmt_ms(s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward]) + " = " +
-                        fmt_ms(static_cast<int64_t>(per_step)) + " per step x " + fmt_pct(kAssumedLayerSaving) +
-                        " (the cost the advice is assumed to remove) / step " + fmt_ms(T);
+    const int64_t compute_ns = s.breakdown[Phase::kForward] + s.breakdown[Phase::kBackward];
+    const double per_step = part * static_cast<double>(compute_ns);
+    const double removed = advice.saving.value_or(advice.at_most);
+    f.estimated_gain_pct = 100.0 * removed * per_step / static_cast<double>(T);
+    f.gain_is_upper_bound = !advice.saving.has_value();
+    f.gain_arithmetic = heavy->name + " " + fmt_pct(part) + " of forward + backward " + fmt_ms(compute_ns) + " = " +
+                        fmt_ms(static_cast<int64_t>(per_step)) + " per step x " + fmt_pct(removed) + " (" +
+                        (advice.saving ? advice.saving_basis : advice.at_most_basis) + ") / step " + fmt_ms(T);
   }
   out.push_back(std::move(f));
 }

@@ -364,6 +364,24 @@ int64_t parameter_count(PyObject* module) {
   return n;
 }
 
+// What print(model) shows of a module's own settings is at most this long
+// in the profile: a Linear's or a Conv2d's fits many times over.
+constexpr Py_ssize_t kMaxConfigBytes = 200;
+
+// Its extra_repr() ("in_features=4096, out_features=512, bias=True"); ""
+// when that is empty, not a str, or raises.
+std::string module_config(PyObject* module) {
+  std::string out;
+  if (PyObject* r = PyObject_CallMethod(module, "extra_repr", nullptr)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_Check(r) ? PyUnicode_AsUTF8AndSize(r, &n) : nullptr;
+    if (s != nullptr) out.assign(s, static_cast<size_t>(std::min(n, kMaxConfigBytes)));
+    Py_DECREF(r);
+  }
+  PyErr_Clear();
+  return out;
+}
+
 // "Linear", or the last part of "pkg.mod.Name" for static types.
 std::string type_name(PyObject* obj) {
   const std::string tp_name = Py_TYPE(obj)->tp_name;
@@ -572,6 +590,7 @@ void snapshot_module_scopes(Run& run) {
     if (info.type == "OptimizedModule") {
       if (PyObject* orig = PyObject_GetAttrString(m, "_orig_mod")) {
         info.type = type_name(orig);
+        info.config = module_config(orig);
         info.compiled = true;
         const uint32_t id = g_scopes->index.find(reinterpret_cast<uint64_t>(orig));
         if (id != FlatMap64::kMissing && id < wrapped.size()) wrapped[id] = true;
@@ -585,6 +604,7 @@ void snapshot_module_scopes(Run& run) {
       Py_DECREF(impl);
     }
     PyErr_Clear();
+    if (info.config.empty()) info.config = module_config(m);
     info.params = parameter_count(m);
     run.modules.push_back(std::move(info));
   }
