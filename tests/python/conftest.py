@@ -25,6 +25,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "quiet_machine: its premise holds only with the cores to itself; `make test` runs it apart "
                    "from the busy loops of test-python-loaded")
+    config.addinivalue_line(
+        "markers", "native_only: exercises only the native binaries (torchneck-analyze) and the sources, which "
+                   "no Python or torch version changes: Debian 13's half (scripts/test-trixie.sh) leaves it to "
+                   "Debian 12's")
 
 
 def script(name):

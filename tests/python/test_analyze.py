@@ -14,6 +14,8 @@ import pytest
 
 from conftest import ROOT, TOOL, load_profile
 
+pytestmark = pytest.mark.native_only
+
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
 V100 = os.path.join(FIXTURES, "v100_resnet50_num_workers_0.trace.json.gz")
 PLUGIN = os.path.join(FIXTURES, "tbplugin_resnet50_num_workers_0.expected.jsonl")

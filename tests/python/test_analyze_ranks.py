@@ -20,6 +20,8 @@ import pytest
 
 from conftest import ROOT, TOOL, load_profile
 
+pytestmark = pytest.mark.native_only
+
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
 SAMPLED = [os.path.join(FIXTURES, f"sampled_rank{r}_of128.trace.json.gz") for r in (0, 1)]
 

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import ROOT, TOOL
 
+pytestmark = pytest.mark.native_only
+
 FIXTURES = os.path.join(ROOT, "..", "shared", "fixtures", "kineto")
 SMALL = os.path.join(FIXTURES, "a100_event_sync.trace.json.gz")
 

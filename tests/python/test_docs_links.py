@@ -6,7 +6,11 @@ import glob
 import os
 import re
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.native_only
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

@@ -6,7 +6,11 @@ interpreter, not from the next reader), has no cycle."""
 import ast
 import os
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.native_only
 
 PACKAGE = os.path.join(ROOT, "python", "torchneck")
 

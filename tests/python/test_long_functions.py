@@ -5,7 +5,11 @@ import importlib.machinery
 import importlib.util
 import os
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.native_only
 
 
 def _checker():
