@@ -96,11 +96,11 @@ bool parse_size(const std::string& v, size_t* out) {
 // throws Usage when it is not an integer in the setting's range.
 bool report_setting(ReportSettings& settings, const std::string& canonical, const std::string& name,
                     const std::string* value, std::string* compared) {
-  std::string dest = canonical.size() > 2 ? canonical.substr(2) : "";
-  std::replace(dest.begin(), dest.end(), '-', '_');
   bool found = false;
   settings.each([&](const char* setting, auto& member, long lo, long hi) {
-    if (dest != setting) return;
+    std::string option = std::string("--") + setting;
+    std::replace(option.begin(), option.end(), '_', '-');
+    if (option != canonical) return;
     found = true;
     if (value == nullptr) return;
     long n = 0;
