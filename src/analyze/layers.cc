@@ -124,7 +124,8 @@ class LayerSweep {
       const LayerStats& s = stats_[i];
       if (!s.leaf || s.depth == 0 || s.params <= 0 || s.calls == 0) continue;
       uint32_t root = i;
-      for (int d = 0; run_.modules[root].parent >= 0 && d < 256; ++d) root = static_cast<uint32_t>(run_.modules[root].parent);
+      for (int d = 0; run_.modules[root].parent >= 0 && d < 256; ++d)
+        root = static_cast<uint32_t>(run_.modules[root].parent);
       last_of_root[root] = i;
     }
     for (const auto& [root, module] : last_of_root) stats_[module].output_layer = true;
