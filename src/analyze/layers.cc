@@ -8,11 +8,13 @@
 
 #include "analyze/compiled.h"
 #include "analyze/loop_spans.h"
+#include "core/stats.h"
 
 namespace torchneck {
 namespace {
 
 constexpr uint32_t kNoModule = 0xffffffffu;
+constexpr uint32_t kNoCall = 0xffffffffu;
 
 struct Point {
   int64_t t;
@@ -37,8 +39,31 @@ struct BackwardSpans {
 };
 
 using Evaluation = std::vector<std::pair<int64_t, int64_t>>;
-// (forward thread id, seq nr) -> (op start, module open then)
-using Creators = std::map<std::pair<uint64_t, int64_t>, std::pair<int64_t, uint32_t>>;
+// The innermost module open when a forward op made a backward node, and
+// which call of it that was (LayerSweep::calls_).
+struct Creator {
+  int64_t op_start = 0;
+  uint32_t module = kNoModule;
+  uint32_t call = kNoCall;
+};
+// (forward thread id, seq nr) -> its creator
+using Creators = std::map<std::pair<uint64_t, int64_t>, Creator>;
+
+// One call of a module: its forward time, the backward time of the nodes it
+// (or a module it called) created, and the call it was made in.
+struct ModuleCall {
+  uint32_t module = kNoModule;
+  uint32_t parent = kNoCall;
+  int64_t forward_ns = 0;
+  int64_t backward_ns = 0;
+  bool training = false;  // closed, outside evaluation passes and fetches
+};
+
+struct OpenCall {
+  uint32_t module;
+  int64_t entered_ns;
+  uint32_t call;  // into LayerSweep::calls_
+};
 
 // Each module's row before any time is added: its name, type, size, depth.
 std::vector<LayerStats> module_rows(const Run& run) {
@@ -99,6 +124,7 @@ class LayerSweep {
     }
     sweep_threads();
     attribute_backward(out);
+    add_stalls();
     if (launches_ != nullptr) attribute_gpu(out);
     // A compiled module's children ran inside its compiled region, unseen:
     // it is not a leaf (heavy_layer must not name it as one layer).
@@ -162,22 +188,24 @@ class LayerSweep {
       std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
         return a.t != b.t ? a.t < b.t : a.order < b.order;
       });
-      std::vector<std::pair<uint32_t, int64_t>> stack;  // (module, entered at)
+      std::vector<OpenCall> stack;
       for (const Point& p : pts) {
         if (p.order == 2) {
-          stack.emplace_back(p.ref, p.t);
-          if (stack.size() >= 2) stats_[stack[stack.size() - 2].first].leaf = false;
+          const uint32_t call = static_cast<uint32_t>(calls_.size());
+          calls_.push_back({p.ref, stack.empty() ? kNoCall : stack.back().call});
+          stack.push_back({p.ref, p.t, call});
+          if (stack.size() >= 2) stats_[stack[stack.size() - 2].module].leaf = false;
         } else if (p.order == 0) {
           close_module(p, thread == run_.main_thread ? &fetches : nullptr, stack);
         } else if (p.launch) {
-          if (!stack.empty()) launch_module_[p.ref] = stack.back().first;
+          if (!stack.empty()) launch_module_[p.ref] = stack.back().module;
         } else {
           const OpEvent& e = run_.timeline[p.ref];
-          const uint32_t module = stack.empty() ? kNoModule : stack.back().first;
+          const Creator made = stack.empty() ? Creator{e.start_ns} : Creator{e.start_ns, stack.back().module, stack.back().call};
           // Several ops can carry one sequence number (aten::linear peeks the
           // number aten::addmm then takes): the latest-starting one made the node.
-          auto [it, inserted] = creators_.try_emplace({e.forward_tid, e.seq_nr}, e.start_ns, module);
-          if (!inserted && e.start_ns >= it->second.first) it->second = {e.start_ns, module};
+          auto [it, inserted] = creators_.try_emplace({e.forward_tid, e.seq_nr}, made);
+          if (!inserted && e.start_ns >= it->second.op_start) it->second = made;
         }
       }
     }
@@ -185,18 +213,21 @@ class LayerSweep {
 
   // A module's exit: its call's time to training, to evaluation, or (in
   // the main thread's fetches, FETCHES) to neither.
-  void close_module(const Point& p, const std::vector<Span>* fetches, std::vector<std::pair<uint32_t, int64_t>>& stack) {
-    auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == p.ref; });
+  void close_module(const Point& p, const std::vector<Span>* fetches, std::vector<OpenCall>& stack) {
+    auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const OpenCall& c) { return c.module == p.ref; });
     if (it == stack.rend()) return;
     const size_t pos = static_cast<size_t>(stack.rend() - it) - 1;
-    if (fetches != nullptr && inside_any(*fetches, stack[pos].second, p.t)) {
+    const int64_t entered = stack[pos].entered_ns;
+    if (fetches != nullptr && inside_any(*fetches, entered, p.t)) {
       // the loader's transforms: data work, not the model's layers
-    } else if (inside_any(evaluation_, stack[pos].second, p.t)) {
+    } else if (inside_any(evaluation_, entered, p.t)) {
       stats_[p.ref].eval_calls += 1;
-      stats_[p.ref].eval_forward_ns += p.t - stack[pos].second;
+      stats_[p.ref].eval_forward_ns += p.t - entered;
     } else {
       stats_[p.ref].calls += 1;
-      stats_[p.ref].forward_ns += p.t - stack[pos].second;
+      stats_[p.ref].forward_ns += p.t - entered;
+      calls_[stack[pos].call].forward_ns = p.t - entered;
+      calls_[stack[pos].call].training = true;
     }
     stack.resize(pos);  // also closes scopes whose forward raised
   }
@@ -222,17 +253,34 @@ class LayerSweep {
         continue;
       }
       auto it = creators_.find({e.forward_tid, e.seq_nr});
-      if (it == creators_.end() || it->second.second == kNoModule) {
+      if (it == creators_.end() || it->second.module == kNoModule) {
         out.backward_unattributed_ns += d;
         continue;
       }
-      own_backward[it->second.second] += d;
+      own_backward[it->second.module] += d;
       out.backward_attributed_ns += d;
+      int guard = 0;
+      for (uint32_t c = it->second.call; c != kNoCall && guard++ < 256; c = calls_[c].parent) calls_[c].backward_ns += d;
     }
     for (uint32_t i = 0; i < run_.modules.size(); ++i) {
       int guard = 0;
       for (int32_t m = static_cast<int32_t>(i); m >= 0 && guard++ < 256; m = run_.modules[m].parent)
         stats_[m].backward_ns += own_backward[i];
+    }
+  }
+
+  // Each module's stalled_ns: its training calls' time beyond
+  // kStalledCallFactor times its median call.
+  void add_stalls() {
+    std::vector<std::vector<int64_t>> per_module(stats_.size());
+    for (const ModuleCall& c : calls_)
+      if (c.training) per_module[c.module].push_back(c.forward_ns + c.backward_ns);
+    for (uint32_t m = 0; m < per_module.size(); ++m) {
+      const std::vector<int64_t>& times = per_module[m];
+      if (times.size() < kMinCallsForStalls) continue;
+      const double cap = kStalledCallFactor * static_cast<double>(middle_value(times));
+      for (int64_t t : times)
+        if (static_cast<double>(t) > cap) stats_[m].stalled_ns += t - static_cast<int64_t>(cap);
     }
   }
 
@@ -248,7 +296,7 @@ class LayerSweep {
         const OpEvent& node = run_.timeline[launch_node_[i]];
         auto it = creators_.find({node.forward_tid, node.seq_nr});
         backward = true;
-        if (it != creators_.end() && !in_compilation(node)) module = it->second.second;
+        if (it != creators_.end() && !in_compilation(node)) module = it->second.module;
       } else {
         module = launch_module_[i];
       }
@@ -273,6 +321,7 @@ class LayerSweep {
   std::vector<size_t> launch_node_;     // per launch: its backward node, SIZE_MAX for none
   std::vector<uint32_t> launch_module_;  // per launch in forward: the module open, kNoModule for none
   Creators creators_;
+  std::vector<ModuleCall> calls_;  // every module call, in the order entered
   const std::vector<std::pair<int64_t, int64_t>> compiling_ = compile_spans(run_);
 };
 

@@ -14,6 +14,14 @@
 
 namespace torchneck {
 
+// A training call that took over this many times its module's median call
+// (forward plus the backward of what it created) held a wait: for a CPU
+// (ours, or the hypervisor's that schedstat does not see), a page, a lock.
+// Inputs of varying size rarely spread a layer's calls that far.
+inline constexpr double kStalledCallFactor = 4.0;
+// Fewer training calls give no median to judge one call by.
+inline constexpr size_t kMinCallsForStalls = 5;
+
 struct LayerStats {
   uint32_t module = 0;  // index into Run::modules
   std::string name;
@@ -40,7 +48,12 @@ struct LayerStats {
   int64_t gpu_forward_ns = -1;
   int64_t gpu_backward_ns = -1;
   uint64_t gpu_launches = 0;  // own and children's, forward and backward
+  // Of combined(), what its training calls took beyond kStalledCallFactor
+  // times its median call: waits that landed on it, not its work.
+  int64_t stalled_ns = 0;
   int64_t combined() const { return forward_ns + backward_ns; }
+  // combined() without those waits: what its work costs.
+  int64_t worked() const { return combined() - stalled_ns; }
 };
 
 // One launch of device work in a live run's GPU window: the thread and time

@@ -203,6 +203,7 @@ void write_layers(JsonWriter& w, const LayerAnalysis& l, size_t cap) {
     w.field("calls", x.calls);
     w.field("forward_ms", ns_to_ms(x.forward_ns));
     w.field("backward_ms", ns_to_ms(x.backward_ns));
+    w.field("stalled_ms", ns_to_ms(x.stalled_ns));
     w.field("eval_calls", x.eval_calls);
     w.field("eval_forward_ms", ns_to_ms(x.eval_forward_ns));
     w.field("params", x.params);

@@ -116,6 +116,12 @@ TEST(Steps, BackwardPassesWithoutOptimizerOrDataLoader) {
   EXPECT_EQ(a.count, 5u);
 }
 
+LayerStats layer_named(const LayerAnalysis& a, const std::string& name) {
+  for (const LayerStats& l : a.layers)
+    if (l.name == name) return l;
+  return LayerStats{};
+}
+
 TEST(Layers, BackwardGoesToTheModuleOpenWhenItsForwardOpRan) {
   // GIVEN modules Net(0) > fc(1), conv(2); forward ops with seq 7 (in fc),
   // 8 (in conv); backward nodes for both, fc's 9x longer
@@ -133,11 +139,7 @@ TEST(Layers, BackwardGoesToTheModuleOpenWhenItsForwardOpRan) {
   rb.event("AccumulateGrad", OpKind::kBackward, 320, 330, 99);  // no forward op: unattributed
   rb.finish();
   const LayerAnalysis a = analyze_layers(rb.run);
-  auto find = [&](const std::string& n) {
-    for (const auto& l : a.layers)
-      if (l.name == n) return l;
-    return LayerStats{};
-  };
+  auto find = [&](const std::string& n) { return layer_named(a, n); };
   EXPECT_EQ(find("fc").backward_ns, 90);
   EXPECT_EQ(find("conv").backward_ns, 10);
   EXPECT_EQ(find("Net").backward_ns, 100);  // blocks include their children
@@ -147,6 +149,42 @@ TEST(Layers, BackwardGoesToTheModuleOpenWhenItsForwardOpRan) {
   EXPECT_FALSE(find("Net").leaf);
   EXPECT_EQ(a.backward_unattributed_ns, 10);
   EXPECT_EQ(a.layers.front().name, "Net");
+}
+
+TEST(Layers, TimeFarAboveALayersMedianCallIsAWaitNotItsWork) {
+  // GIVEN Net(0) > fc(1) called in 10 steps of 100 ns: fc's forward 30 ns
+  // and its node's backward 20 ns each step, but step 3's backward 250 ns
+  // (a wait) and step 6's forward 80 ns (within 4 times its median call)
+  RunBuilder rb;
+  rb.run.modules = {ModuleInfo{"Net", "Net", 10, -1}, ModuleInfo{"fc", "Linear", 6, 0}};
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 1000 * i;
+    const int64_t fc_forward = i == 6 ? 80 : 30;
+    rb.module(0, t, t + 100);
+    rb.module(1, t + 10, t + 10 + fc_forward);
+    rb.event("aten::addmm", OpKind::kOperator, t + 12, t + 8 + fc_forward, i);
+    rb.event("AddmmBackward0", OpKind::kBackward, t + 200, t + 200 + (i == 3 ? 250 : 20), i);
+  }
+  rb.finish();
+  const LayerAnalysis a = analyze_layers(rb.run);
+  auto find = [&](const std::string& n) { return layer_named(a, n); };
+  // THEN fc's step 3 call (30 + 250) is over 4 x its median call (50): the
+  // 80 ns above 200 is a wait; step 6's call (100) is not
+  EXPECT_EQ(find("fc").combined(), 10 * 50 + 50 + 230);
+  EXPECT_EQ(find("fc").stalled_ns, 280 - 200);
+  EXPECT_EQ(find("fc").worked(), find("fc").combined() - 80);
+  // AND Net's calls (100 forward + fc's backward) are judged the same way:
+  // its step 3 call (350) is under 4 x its median (120)
+  EXPECT_EQ(find("Net").stalled_ns, 0);
+  // AND under kMinCallsForStalls calls no call is judged
+  RunBuilder few;
+  few.run.modules = rb.run.modules;
+  for (int i = 0; i < 4; ++i) {
+    few.module(0, 1000 * i, 1000 * i + 100);
+    few.module(1, 1000 * i + 10, 1000 * i + (i == 0 ? 90 : 20));
+  }
+  few.finish();
+  for (const LayerStats& l : analyze_layers(few.run).layers) EXPECT_EQ(l.stalled_ns, 0) << l.name;
 }
 
 }  // namespace

@@ -113,6 +113,45 @@ TEST(HeavyLayer, OnContendedCoresALayerFarAboveItsTwinsIsTheWaitNotItsWork) {
   EXPECT_NE(heavy(in)->severity, Severity::kLow);
 }
 
+// Adds a wait of WAIT_MS in a few of layer I's calls, which its root's
+// calls held too, as LayerSweep records it (LayerStats::stalled_ns).
+void stall(DiagnosisInput& in, size_t i, int64_t wait_ms) {
+  for (LayerStats* l : {&in.layers[0], &in.layers[i]}) {
+    l->forward_ns += wait_ms * kMs / 2;
+    l->backward_ns += wait_ms * kMs / 2;
+    l->stalled_ns += wait_ms * kMs;
+  }
+}
+
+TEST(HeavyLayer, AWaitInAFewCallsOfALayerIsNotItsWork) {
+  // GIVEN four equal convs (760 ms each of a 3200 ms model) of which conv1
+  // held a 2000 ms wait in a few calls, on a quiet host: by its time it is
+  // 53 % of the model
+  DiagnosisInput in = step_of(20, 0.05);
+  stall(in, 3, 2000);
+  ASSERT_EQ(in.layers[3].name, "conv1");
+  // THEN no layer is named: by its work each conv is a quarter of it
+  EXPECT_EQ(heavy(in), nullptr);
+  // AND the same time spread over every call (no stalls found) is its work
+  for (LayerStats& l : in.layers) l.stalled_ns = 0;
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("Layer conv1"), std::string::npos) << f->title;
+}
+
+TEST(HeavyLayer, AHeavyLayerThatAlsoWaitedIsNamedByItsWorkAndSaysSo) {
+  // GIVEN the case study's fc (84 % of the model) with a 500 ms wait
+  DiagnosisInput in = step_of(61, 0.84);
+  stall(in, 1, 500);
+  // THEN it is named at its work's share, the wait left out and said
+  const Finding* f = heavy(in);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("84.0 %"), std::string::npos) << f->title;
+  bool said = false;
+  for (const std::string& e : f->evidence) said = said || e.find("500 ms of that in calls over 4 times its median") != std::string::npos;
+  EXPECT_TRUE(said) << f->evidence.front();
+}
+
 // fc's share of the step in step_of(61, 0.84): 84 % of the model's 39 %.
 constexpr double kFcStepPct = 0.84 * 39.0;
 

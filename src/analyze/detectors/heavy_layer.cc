@@ -33,28 +33,30 @@ int64_t twins_median(const std::vector<LayerStats>& layers, const LayerStats& he
   std::vector<int64_t> twins;
   for (const LayerStats& l : layers)
     if (&l != &heavy && l.leaf && l.depth > 0 && l.calls > 0 && l.type == heavy.type && l.params == heavy.params)
-      twins.push_back(l.combined());
+      twins.push_back(l.worked());
   return twins.empty() ? -1 : middle_value(std::move(twins));
 }
 
 }  // namespace
 
 void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
+  // Each layer by the time its work took (LayerStats::worked): a wait that
+  // landed in a few of its calls is no part of what shrinking it saves.
   int64_t model_total = 0;
   for (const LayerStats& l : in.layers)
-    if (l.depth == 0) model_total += l.combined();
+    if (l.depth == 0) model_total += l.worked();
   if (model_total <= 0) return;
   const LayerStats* heavy = nullptr;
   size_t leaves = 0;
   for (const LayerStats& l : in.layers)
     if (l.leaf && l.depth > 0 && l.calls > 0) {
       leaves += l.params > 0;
-      if (heavy == nullptr || l.combined() > heavy->combined()) heavy = &l;
+      if (heavy == nullptr || l.worked() > heavy->worked()) heavy = &l;
     }
   // One layer with weights is no heavy one among others (a polynomial fit's
   // Linear(3, 1) beside a Flatten): what would the model shrink instead?
   if (heavy == nullptr || leaves < kMinLeaves) return;
-  const double part = share(heavy->combined(), model_total);
+  const double part = share(heavy->worked(), model_total);
   if (part < kHeavyLayerShare) return;
   const StepAnalysis& s = in.steps;
   const int64_t T = s.step_ns;
@@ -68,13 +70,17 @@ void detect_heavy_layer(const DiagnosisInput& in, std::vector<Finding>& out) {
   // acted on. A layer with parameters keeps its severity, with a caution.
   const bool contended = in.main_runqueue_fraction >= thresholds::kContendedRunqueueShare;
   const int64_t twins = contended ? twins_median(in.layers, *heavy) : -1;
-  const bool outran_twins = twins > 0 && static_cast<double>(heavy->combined()) > kTwinExcessFactor * static_cast<double>(twins);
+  const bool outran_twins = twins > 0 && static_cast<double>(heavy->worked()) > kTwinExcessFactor * static_cast<double>(twins);
   if (contended && (heavy->params == 0 || outran_twins)) f.severity = Severity::kLow;
   f.title = "Layer " + heavy->name + " (" + heavy->type + ") takes " + fmt_pct(part) +
             " of the model's forward + backward time";
   f.evidence.push_back(heavy->name + ": forward " + fmt_ms(heavy->forward_ns) + ", backward " +
                        fmt_ms(heavy->backward_ns) + " over " + std::to_string(heavy->calls) + " calls, " +
                        std::to_string(heavy->params) + " parameters");
+  if (heavy->stalled_ns > 0)
+    f.evidence.push_back(heavy->name + ": " + fmt_ms(heavy->stalled_ns) +
+                         " of that in calls over " + std::to_string(static_cast<int>(kStalledCallFactor)) + " times" +
+                         " its median call, waits more likely than work: left out of its share");
   if (!heavy->config.empty())
     f.evidence.push_back(heavy->name + ": " + heavy->type + "(" + heavy->config + ")" +
                          (heavy->output_layer ? ", the model's output layer" : ""));
