@@ -10,14 +10,14 @@
 
 namespace torchneck {
 
-// Rows in the Python and operator tables unless the user says (--top).
+// Rows in each table of the reports unless the user says (--top).
 inline constexpr size_t kDefaultTop = 15;
 
 struct SummaryOptions {
   size_t top_python = kDefaultTop;
   size_t top_ops = kDefaultTop;
-  size_t top_backward = 10;
-  size_t top_scopes = 10;
+  size_t top_backward = kDefaultTop;
+  size_t top_scopes = kDefaultTop;
 };
 
 struct Summary {

@@ -19,7 +19,7 @@ namespace torchneck {
 // the launcher hands them over by name, torchneck-analyze parses them here).
 // A new one is a member and its line in each().
 struct ReportSettings {
-  size_t top = kDefaultTop;  // rows in the Python and operator tables
+  size_t top = kDefaultTop;  // rows in each table of the terminal report
   int64_t trace_steps = kDefaultTraceSteps;  // steady steps in trace.json
 
   // visit(name, member, the least value, the most) for each setting.
@@ -42,7 +42,7 @@ struct PipelineOptions {
 
   SummaryOptions summary() const {
     SummaryOptions s;
-    s.top_python = s.top_ops = settings.top;
+    s.top_python = s.top_ops = s.top_backward = s.top_scopes = settings.top;
     return s;
   }
 };

@@ -62,6 +62,7 @@ void write_files(const Analysed& a, const PipelineOptions& options, WhichWriters
 std::string terminal_text(const Analysed& a, const PipelineOptions& options) {
   TerminalReportOptions t;
   t.cwd = options.cwd;
+  t.top = options.settings.top;
   std::string text = printable_text(terminal_report(*a.run, a.analysis, t));
   timing_phase("terminal report", 2);
   return text;

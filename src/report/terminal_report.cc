@@ -328,9 +328,9 @@ void compiled_section(std::string& out, const CompileAnalysis& c, const StepAnal
   }
 }
 
-void layers_table(std::string& out, const LayerAnalysis& l) {
+void layers_table(std::string& out, const LayerAnalysis& l, size_t top) {
   if (std::none_of(l.layers.begin(), l.layers.end(), [](const LayerStats& x) { return x.calls > 0; })) return;
-  out += "\nLayers, top 10 by forward + backward (blocks include their children)\n";
+  appendf(out, "\nLayers, top %zu by forward + backward (blocks include their children)\n", top);
   out += "  name                                type                calls  forward ms  backward ms      params";
   out += l.gpu ? "  GPU fwd ms  GPU bwd ms\n" : "\n";
   size_t shown = 0;
@@ -339,7 +339,7 @@ void layers_table(std::string& out, const LayerAnalysis& l) {
     // for evaluation after training, an unused head) ranks last at zero:
     // not a top layer.
     if (x.calls == 0) continue;
-    if (shown++ == 10) break;
+    if (shown++ == top) break;
     const std::string name = std::string(static_cast<size_t>(std::min(x.depth, 6)), ' ') + x.name +
                              (x.compiled ? " [compiled]" : "");
     appendf(out, "  %-35s %-18s %6llu %11.2f %12.2f %11lld", ellipsize(name, 35).c_str(),
@@ -430,11 +430,11 @@ std::string terminal_report(const Run& run, const Analysis& analysis, const Term
   memory_section(out, analysis.memory, analysis.gc);
   nvml_section(out, run, analysis.nvml);
   compiled_section(out, analysis.compiled, analysis.steps);
-  layers_table(out, analysis.layers);
+  layers_table(out, analysis.layers, o.top);
   out += "\n";
   if (analysis.gpu.empty() || ending != EndingKind::kIngestedTrace) environment(out, run);
   gpu_window_line(out, run);
-  for (const auto& g : analysis.gpu) out += gpu_terminal_section(g, 10);
+  for (const auto& g : analysis.gpu) out += gpu_terminal_section(g, o.top);
   worker_processes(out, run);
   if (run.run.python_mode != PythonMode::kOff) {
     section(out, "");

@@ -12,6 +12,7 @@ namespace torchneck {
 
 struct TerminalReportOptions {
   std::string cwd;  // file paths under it are shown relative
+  size_t top = kDefaultTop;  // rows in the layer and GPU tables (Summary ranks the others)
 };
 
 // The report, without its "Files" section (files_section: it lists only

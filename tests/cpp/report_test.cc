@@ -6,6 +6,7 @@
 #include "analyze/analysis.h"
 #include "analyze/summary.h"
 #include "model/op_merge.h"
+#include "pipeline/options.h"
 #include "report/json_writer.h"
 #include "report/profile_json.h"
 #include "report/pstats_writer.h"
@@ -188,13 +189,37 @@ TEST(TerminalReport, ModulesNeverCalledInTrainingAreNotTopLayers) {
   a.layers.layers = {called, copy};
   // THEN the table lists the called one only
   std::string text = terminal_report(run, a, TerminalReportOptions{""});
-  EXPECT_NE(text.find("Layers, top 10"), std::string::npos) << text;
+  EXPECT_NE(text.find("Layers, top 15"), std::string::npos) << text;
   EXPECT_NE(text.find("RNNModel#1.decoder"), std::string::npos) << text;
   EXPECT_EQ(text.find("RNNModel#2.decoder"), std::string::npos) << text;
   // AND with no module called, no table at all
   a.layers.layers = {copy};
   text = terminal_report(run, a, TerminalReportOptions{""});
-  EXPECT_EQ(text.find("Layers, top 10"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Layers, top "), std::string::npos) << text;
+}
+
+TEST(TerminalReport, TopSetsTheRowsOfEveryTable) {
+  // GIVEN three called layers and --top 2
+  torchneck::Run run = sample_run();
+  PipelineOptions options;
+  options.settings.top = 2;
+  torchneck::Analysis a = torchneck::analyze(run, options.summary());
+  for (const char* name : {"a", "b", "c"}) {
+    LayerStats l;
+    l.name = name;
+    l.type = "Linear";
+    l.calls = 1;
+    l.forward_ns = 1'000'000 * (4 - (name[0] - 'a'));
+    a.layers.layers.push_back(l);
+  }
+  // THEN the layer table holds two rows, and the summary ranks two rows
+  // of each of its tables
+  const std::string text = terminal_report(run, a, TerminalReportOptions{"", options.settings.top});
+  EXPECT_NE(text.find("Layers, top 2 by"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  b "), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n  c "), std::string::npos) << text;
+  const SummaryOptions s = options.summary();
+  for (size_t rows : {s.top_python, s.top_ops, s.top_backward, s.top_scopes}) EXPECT_EQ(rows, 2u);
 }
 
 TEST(OpMerger, SumsThreadsPerNameAndKindAndKeepsKindsApart) {
