@@ -141,14 +141,21 @@ def test_step_count_equals_iterations(name, iters, source, tmp_path):
     assert steps["count"] == iters
 
 
+# How far big's share of the three layers' backward may sit from the share
+# the script's hooks timed: the hooks' spans also hold big.wide's weight
+# being accumulated (AccumulateGrad, no layer's), and the hooks' own calls.
+BACKWARD_SHARE_TOLERANCE = 0.10
+
+
 def test_backward_goes_to_the_layer_that_costs_it(tmp_path):
-    out = str(tmp_path / "out")
-    assert run_tool(["-o", out, script("backward_truth.py")]).returncode == 0
+    out, truth_path = str(tmp_path / "out"), tmp_path / "truth.json"
+    assert run_tool(["--detail=full", "-o", out, script("backward_truth.py"), "--truth", str(truth_path)]).returncode == 0
+    timed = json.loads(truth_path.read_text())["backward_ms"]
     layers = {l["name"]: l for l in load_profile(out)["layers"]}
     # leaves: small1, big.wide, small2; `big` also owns its view/sum ops
-    own = {"small1": layers["small1"]["backward_ms"], "small2": layers["small2"]["backward_ms"],
-           "big": layers["big"]["backward_ms"]}
-    share = own["big"] / sum(own.values())
-    assert share >= 0.8, own
+    own = {name: layers[name]["backward_ms"] for name in timed}
+    # THEN big's share of their backward is the share the script timed
+    share, timed_share = own["big"] / sum(own.values()), timed["big"] / sum(timed.values())
+    assert abs(share - timed_share) <= BACKWARD_SHARE_TOLERANCE, (own, timed)
     assert layers["big.wide"]["backward_ms"] <= layers["big"]["backward_ms"]
     assert layers["Net"]["backward_ms"] >= sum(own.values()) - 1e-6

@@ -65,7 +65,13 @@ def test_more_workers_measured_as_the_edited_script_gains(tmp_path):
     assert f["try_setting"] == "num_workers=2" and e["finding"] == "input_bound"
     assert f["measured_gain_pct"] == e["measured_gain_pct"] and f["measured_gain_ci95_pct"] == e["ci95_pct"]
     assert e["estimated_gain_pct"] == f["estimated_gain_pct"]
-    assert f["severity"] == ("low" if e["outcome"] in ("no_gain", "slower") else "high"), (f, e)
+    # Demoted where the measurement found no gain, else kept at the severity
+    # its share gave it (which share, is test_diagnosis's: this run's script
+    # keeps no clock of its own apart from the tried setting's steps).
+    if e["outcome"] in ("no_gain", "slower"):
+        assert f["severity"] == "low", (f, e)
+    else:
+        assert f["severity"] in ("medium", "high"), (f, e)
     assert any(x.startswith("measured with --try num_workers=2: ") for x in f["evidence"]), f["evidence"]
     assert "Experiments (--try" in r.stderr and "num_workers=2: measured" in r.stderr
     # AND the report rebuilt from the spill keeps them
