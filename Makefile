@@ -5,7 +5,7 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO   ?= examples/heavy_linear.py
 
-.PHONY: all deps build demo test test-phases test-cpp test-python test-python-loaded test-python-halves test-trixie trixie-root-early trixie-root-wait trixie-build-early browser-deps compat fuzz fuzz-short clean
+.PHONY: all deps build demo test test-phases test-cpp test-python test-python-loaded test-trixie trixie-root-early trixie-root-wait trixie-build-early browser-deps compat fuzz fuzz-short clean
 
 all: build
 
@@ -22,20 +22,19 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	./torchneck run $(DEMO)
 
-# The suite in both environments: Debian 12 here (Python 3.11, torch 1.13)
-# and, at the same time, the Debian 13 root (Python 3.13, torch 2.x;
-# scripts/test-trixie.sh): their tests wait on sleeps and loaders about half
-# the time, and the suite must hold on a shared host anyway. Then Debian 12's
-# tests that compare with the scripts' own clocks again beside a busy loop on
-# every core, and last the quiet_machine tests of both, alone. The root is
-# made while Debian 12 builds; Debian 13's build starts at nice 19 beside
-# Debian 12's first tests (scripts/trixie-build-early.sh). (`make compat` is
-# not in it: Debian 13's half builds those units for real.) A phase that
-# fails does not stop the others (make -k): one run shows every failure,
-# and fails.
+# The suite in both environments: Debian 12 here (Python 3.11, torch 1.13),
+# its tests that compare with the scripts' own clocks beside a busy loop on
+# every core (a shared host; test-python-loaded), then again, quiet, in the
+# Debian 13 root (Python 3.13, torch 2.x; test-trixie). The root is made
+# while Debian 12's half builds, and waited for before Debian 12's timed
+# tests; Debian 13's build then runs at nice 19 beside Debian 12's tests
+# (scripts/trixie-build-early.sh), and test-trixie waits for it. (`make
+# compat` is not in it: test-trixie builds those units for real.) A phase
+# that fails does not stop the others (make -k): one run shows every
+# failure, and fails.
 test:
 	@$(MAKE) --no-print-directory -k test-phases
-test-phases: trixie-root-early build test-cpp trixie-root-wait trixie-build-early test-python-halves fuzz-short
+test-phases: trixie-root-early build test-cpp trixie-root-wait trixie-build-early test-python-loaded fuzz-short test-trixie
 
 # scripts/trixie-env.sh makes the root once, one maker at a time (a lock):
 # started in the background here, its output in build/trixie-root.log; a
@@ -54,31 +53,18 @@ test-cpp:
 test-python: browser-deps
 	$$(cat $(BUILD)/python-path) -m pytest -q tests/python
 
-# Debian 12's suite, LOADED_TESTS again under scripts/with-cpu-hog.sh (the
-# timing tests hold on a machine whose cores other work also wants), and
-# those marked quiet_machine, whose premise needs the cores, apart.
+# The same suite, LOADED_TESTS under scripts/with-cpu-hog.sh: the timing
+# tests hold on a machine whose cores other work also wants (those marked
+# quiet_machine, whose premise needs the cores, run apart, quiet: after the
+# background Debian 13 build, if one runs, has ended).
 LOADED_TESTS = tests/python/test_distributed.py tests/python/test_detail_windows.py \
                tests/python/test_detail_loops.py tests/python/test_diagnosis.py
+# Each of the three parts runs whatever the one before found; it fails if any did.
 test-python-loaded: browser-deps
 	@py=$$(cat $(BUILD)/python-path); status=0; set -x; \
 	$$py -m pytest -q --durations=15 tests/python $(addprefix --ignore=,$(LOADED_TESTS)) || status=1; \
 	scripts/with-cpu-hog.sh $$py -m pytest -q --durations=10 -m "not quiet_machine" $(LOADED_TESTS) || status=1; \
 	scripts/trixie-build-wait.sh $$py -m pytest -q -m quiet_machine $(LOADED_TESTS) || status=1; \
-	exit $$status
-
-# `make test`'s pytest: Debian 12's beside Debian 13's whole half (its log
-# printed when it ends), then Debian 12's LOADED_TESTS beside busy loops,
-# then both halves' quiet_machine tests. Each part runs whatever the one
-# before found; it fails if any did.
-test-python-halves: browser-deps
-	@py=$$(cat $(BUILD)/python-path); status=0; set -x; \
-	JOBS=$(JOBS) TRIXIE_LATER=quiet_machine scripts/test-trixie.sh >$(BUILD)/test-trixie.log 2>&1 </dev/null & trixie=$$!; \
-	$$py -m pytest -q --durations=15 -m "not quiet_machine" tests/python $(addprefix --ignore=,$(LOADED_TESTS)) || status=1; \
-	wait $$trixie || status=1; \
-	cat $(BUILD)/test-trixie.log; \
-	scripts/with-cpu-hog.sh $$py -m pytest -q --durations=10 -m "not quiet_machine" $(LOADED_TESTS) || status=1; \
-	$$py -m pytest -q -m quiet_machine tests/python || status=1; \
-	scripts/test-trixie.sh quiet || status=1; \
 	exit $$status
 
 # playwright-core for the report.html browser tests, as pinned by the lockfile.

@@ -4,8 +4,6 @@
 # Every phase runs even when an earlier one failed (the build with -k: what
 # can be built is), so one run lists every failure; each phase is timed, as
 # this run is part of CI's time. Exits non-zero when any phase failed.
-#   scripts/test-trixie.sh          build, ctest, pytest
-#   scripts/test-trixie.sh quiet    pytest of the quiet_machine tests alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
 env=scripts/trixie-env.sh
@@ -19,10 +17,6 @@ timed() {  # label, command...: runs it, records its time and exit status
   return $rc
 }
 timed "root (made or reused)" "$env" true || { echo "test-trixie: ${summary[*]}" >&2; exit 1; }
-if [ "${1:-}" = quiet ]; then  # the quiet_machine tests alone, the build already made
-  "$env" sh -c 'cd /src && "$(scripts/find-python.sh)" -m pytest -q -m "quiet_machine and not native_only" tests/python'
-  exit
-fi
 status=0
 # `make test` started this build in the background at nice 19
 # (scripts/trixie-build-early.sh): this build, incremental then, waits for it.
@@ -37,11 +31,7 @@ timed ctest "$env" make -C /src test-cpp || status=1
 # sources alone) ran in Debian 12's half and are not run again here.
 echo "test-trixie: not run again here (native_only, run in Debian 12's half):" \
   "$(grep -l '^pytestmark = pytest.mark.native_only' tests/python/test_*.py | xargs -n1 basename | tr '\n' ' ')" >&2
-# TRIXIE_LATER=quiet_machine (`make test`, which runs this beside Debian 12's
-# tests) leaves the tests of that mark for `scripts/test-trixie.sh quiet`,
-# run once the cores are free.
-marks="not native_only${TRIXIE_LATER:+ and not $TRIXIE_LATER}"
-timed pytest "$env" sh -c 'cd /src && make browser-deps && TORCHNECK_SPILL_DAMAGE_COUNT=10 TORCHNECK_SPILL_DAMAGE_SEED=13 "$(scripts/find-python.sh)" -m pytest -q --durations=15 -m "$1" tests/python' sh "$marks" ||
+timed pytest "$env" sh -c 'cd /src && make browser-deps && TORCHNECK_SPILL_DAMAGE_COUNT=10 TORCHNECK_SPILL_DAMAGE_SEED=13 "$(scripts/find-python.sh)" -m pytest -q --durations=15 -m "not native_only" tests/python' ||
   status=1
 for line in "${summary[@]}"; do echo "test-trixie: $line" >&2; done
 exit $status
