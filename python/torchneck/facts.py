@@ -116,7 +116,7 @@ def growing_graph(*, variable, scope, file, line, code, nodes_first, nodes_last,
 
 
 def rank_info(*, rank, world_size, local_rank, backend, host, job):
-    """Who this process is in a distributed job (ranks.py); -1 and "" when
+    """Who this process is in a distributed job (this_rank.py); -1 and "" when
     it is not one, or for what is unknown."""
     k = _native().RankInfo()
     k.rank = rank

@@ -19,7 +19,7 @@ store has not answered within TORCHNECK_RDZV_WAIT_S (default 60 s), one
 line says what the rank waits for and for how long torch will; then
 init_process_group runs as it would have: the training's semantics are
 unchanged. While init_process_group waits, SIGTERM acts as it would
-without torchneck (ranks.RankWatch)."""
+without torchneck (this_rank.RankWatch)."""
 
 import contextlib
 import datetime

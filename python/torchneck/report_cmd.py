@@ -2,7 +2,7 @@
 which every run leaves behind (the final one after a normal ending, the last
 periodic one after a kill -9, the crash-time one after a fatal signal).
 Rewrites DIR/profile.json and DIR/report.txt and prints the report. A
-distributed job's folder (rank-K folders, ranks.py) has its ranks merged
+distributed job's folder (rank-K folders, this_rank.py) has its ranks merged
 again. Its options are read by cli.py (options.py)."""
 
 import os
@@ -13,7 +13,7 @@ from torchneck.options import report_settings
 
 
 def _has_rank_folders(out_dir):
-    """A distributed job's folder: rank-K folders (ranks.py)."""
+    """A distributed job's folder: rank-K folders (this_rank.py)."""
     try:
         return any(n.startswith("rank-") and n[5:].isdigit() and os.path.isdir(os.path.join(out_dir, n))
                    for n in os.listdir(out_dir))

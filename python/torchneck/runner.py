@@ -20,7 +20,7 @@ from torchneck import gpu_window
 from torchneck import graph_watch
 from torchneck import mode_marks
 from torchneck import output
-from torchneck import ranks
+from torchneck import this_rank
 from torchneck import spawned
 from torchneck import workers
 from torchneck.errors import UsageError
@@ -193,15 +193,15 @@ def _experiments(native, options, target, out_dir, wall_s):
 
 
 def _rank_output(options, target, watch):
-    """A rank of a distributed job writes BASE/rank-K (ranks.py); None for
+    """A rank of a distributed job writes BASE/rank-K (this_rank.py); None for
     one process."""
     if not watch.distributed:
         return None
     if options.try_setting:
         raise UsageError("--try measures one process; it is not run under a distributed launcher "
                          "(profile the job, then --try one rank's script alone)")
-    base = ranks.base_dir(options.output) or ranks.default_base(target.display)
-    return base, ranks.rank_dir(base, watch.rank)
+    base = this_rank.base_dir(options.output) or this_rank.default_base(target.display)
+    return base, this_rank.rank_dir(base, watch.rank)
 
 
 def _show_rank_report(native, options, watch, job, out_dir):
@@ -209,17 +209,17 @@ def _show_rank_report(native, options, watch, job, out_dir):
     the launcher shows the merged one; under a launcher of the user's own,
     rank 0 waits (bounded) for the others and merges them here."""
     text = output.held.pop(out_dir, None)
-    if ranks.launcher_merges() or text is None:
+    if this_rank.launcher_merges() or text is None:
         return
     base, _ = job
     if watch.rank != 0:
         say(f"torchneck: rank {watch.rank}'s report is in {out_dir}; rank 0 merges the job's in {base}")
         return
     try:
-        wait_s = float(os.environ.get(ranks.MERGE_WAIT_ENV, ranks.DEFAULT_MERGE_WAIT_S))
+        wait_s = float(os.environ.get(this_rank.MERGE_WAIT_ENV, this_rank.DEFAULT_MERGE_WAIT_S))
     except ValueError:
-        wait_s = ranks.DEFAULT_MERGE_WAIT_S
-    if not ranks.wait_for_ranks(base, watch.world_size, wait_s):
+        wait_s = this_rank.DEFAULT_MERGE_WAIT_S
+    if not this_rank.wait_for_ranks(base, watch.world_size, wait_s):
         say(f"torchneck: not every rank had finished after {wait_s:.0f} s; merging what is there "
             f"(`torchneck report {base}` merges again)")
     try:
@@ -233,7 +233,7 @@ def _show_rank_report(native, options, watch, job, out_dir):
 def run(options):
     target = _Target(options)  # UsageError before anything starts
     native = _load_native()
-    watch = ranks.RankWatch()
+    watch = this_rank.RankWatch()
     job = _rank_output(options, target, watch)
     out_dir = output.prepare_dir(job[1] if job else options.output, target.display)
     return profile(native, options, target, watch, out_dir, job)

@@ -13,7 +13,7 @@ and raises what fn raised, so that spawn reports it as it would
 unprofiled.
 
 A rank's folder is DIR/rank-K, K its rank in the process group, which is
-known only once fn calls init_process_group (ranks.RankWatch); the spawn
+known only once fn calls init_process_group (this_rank.RankWatch); the spawn
 index until then (and if it never does). While it runs its profile goes to
 DIR/spawn-HOST-INDEX-PID; from init_process_group on, DIR/rank-K is a link
 to that folder (a rank killed by kill -9 leaves its last spill under its
@@ -33,7 +33,7 @@ import socket
 import sys
 
 from torchneck import output
-from torchneck import ranks
+from torchneck import this_rank
 from torchneck.errors import UsageError
 from torchneck.errors import one_line as _one_line
 from torchneck.errors import say as _say
@@ -202,9 +202,9 @@ class SpawnLauncher:
 
 def _merge_wait_s():
     try:
-        return float(os.environ.get(ranks.MERGE_WAIT_ENV, ranks.DEFAULT_MERGE_WAIT_S))
+        return float(os.environ.get(this_rank.MERGE_WAIT_ENV, this_rank.DEFAULT_MERGE_WAIT_S))
     except ValueError:
-        return ranks.DEFAULT_MERGE_WAIT_S
+        return this_rank.DEFAULT_MERGE_WAIT_S
 
 
 def _wait_for(context):
@@ -307,7 +307,7 @@ class _Placement:
 
     def link(self, rank):
         """At init_process_group: DIR/rank-K names this rank's folder."""
-        path = ranks.rank_dir(self.base, rank)
+        path = this_rank.rank_dir(self.base, rank)
         if path == self._linked:
             return
         self._unlink()
@@ -323,7 +323,7 @@ class _Placement:
     def place(self, out_dir, window):
         """Once the session has stopped: the folder becomes DIR/rank-K."""
         rank = self.watch.rank if self.watch is not None and self.watch.rank >= 0 else self.index
-        final = ranks.rank_dir(self.base, rank)
+        final = this_rank.rank_dir(self.base, rank)
         try:
             self._unlink()
             if not _clear(final):
@@ -397,7 +397,7 @@ def _run_rank(spawned, index, args):
     except UsageError as e:
         _say(f"torchneck: spawned process {index} is not profiled: {_one_line(e)}")
         return spawned.fn(index, *args)
-    watch = ranks.RankWatch()
+    watch = this_rank.RankWatch()
     # Until init_process_group says otherwise: the spawn index, which is the
     # process's local rank when one spawn starts a node's ranks.
     watch.rank = watch.local_rank = index

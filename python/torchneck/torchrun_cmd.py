@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 
-from torchneck import ranks
+from torchneck import this_rank
 from torchneck.options import OPTIONS, REPORT_OPTIONS
 from torchneck import rendezvous
 from torchneck.errors import UsageError
@@ -109,7 +109,7 @@ def run(argv, run_options):
         output.discard_dir(base)
         raise
     env = dict(os.environ)
-    env[ranks.RANKS_DIR_ENV] = base
+    env[this_rank.RANKS_DIR_ENV] = base
     # The agent forwards SIGINT/SIGTERM to the ranks and returns; meanwhile
     # this process waits, to merge what they wrote.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -8,7 +8,7 @@
 #include "analyze/gpu/gpu_report.h"
 #include "analyze/layers.h"
 #include "analyze/nvml.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 #include "analyze/steps.h"
 #include "analyze/summary.h"
 #include "model/run.h"
@@ -30,7 +30,7 @@ struct Analysis {
   // `torchneck analyze` of Kineto traces: one report per rank (empty for a
   // live run); profile.json's "gpu" is the first, "ranks" all of them.
   std::vector<gpu::GpuReport> gpu;
-  // A distributed job's ranks side by side (analyze/ranks.h): empty for one
+  // A distributed job's ranks side by side (analyze/cross_rank.h): empty for one
   // process. The rest of the analysis is then the lowest rank's.
   RankAnalysis ranks;
   // The flame graph of the Python stacks and the operators under them
@@ -41,7 +41,7 @@ struct Analysis {
 // A live run: `gpu`, when a GPU trace was recorded with it (a Kineto window
 // of the run), gives the GPU detectors their evidence (the first report's,
 // as for `torchneck analyze`), combined by the same rule (combine_findings).
-// `launches` (gpu/live_window.h): the window's device work by launch, for
+// `launches` (gpu/gpu_window.h): the window's device work by launch, for
 // the layers' GPU times.
 inline Analysis analyze(const Run& run, const SummaryOptions& options, std::vector<gpu::GpuReport> gpu = {},
                         const std::vector<GpuLaunch>* launches = nullptr, RankAnalysis ranks = {}) {

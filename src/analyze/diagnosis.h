@@ -72,7 +72,7 @@ struct DiagnosisInput {
   // live run and for the CPU-side detectors' tests. GPU detectors read only
   // this; CPU detectors never read it.
   const gpu::GpuReport* gpu = nullptr;
-  // The ranks of a distributed job side by side (analyze/ranks.h), null for
+  // The ranks of a distributed job side by side (analyze/cross_rank.h), null for
   // one process. Rank detectors read only this.
   const RankAnalysis* ranks = nullptr;
 };

@@ -58,7 +58,7 @@ struct LayerStats {
 
 // One launch of device work in a live run's GPU window: the thread and time
 // of the runtime call (on the live run's clock) and the device time of the
-// work it launched (analyze/gpu/live_window.h makes them from the trace).
+// work it launched (analyze/gpu/gpu_window.h makes them from the trace).
 struct GpuLaunch {
   uint32_t thread_index = 0;  // into Run::threads
   int64_t t_ns = 0;

@@ -426,7 +426,7 @@ PYBIND11_MODULE(_torchneck, m) {
   // hooks follow the detail windows.
   m.def("sync_module_hooks", [] { sync_module_scopes_with_detail(); });
   // When the script joins a process group of more than one rank
-  // (python/torchneck/ranks.py): the detail windows follow a rank's fixed
+  // (python/torchneck/this_rank.py): the detail windows follow a rank's fixed
   // schedule from then on.
   m.def("detail_lockstep", [] { detail_lockstep(kLockstepPeriod); });
   // The GPU window (python/torchneck/gpu_window.py): detail held on from

@@ -21,7 +21,7 @@
 // (lockstep_period): a window every lockstep_period steps, counted from the
 // run's start, whatever the detail costs, so that every rank details the
 // same steps and the cross-rank analysis compares the same collectives with
-// each rank's operators known (analyze/ranks.cc); each rank's measured cost
+// each rank's operators known (analyze/cross_rank.cc); each rank's measured cost
 // could only be agreed on through a collective of our own.
 //
 // The policy (DetailPolicy) is plain code, tested on its own; the switch

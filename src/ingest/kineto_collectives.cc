@@ -1,6 +1,6 @@
 // A Kineto trace's collectives as Run::collectives, the events a live run
 // records (model/collectives.h), so that the cross-rank analysis of a folder
-// of rank traces is the live one (analyze/ranks.h).
+// of rank traces is the live one (analyze/cross_rank.h).
 //
 // What the trace holds of one collective (torch 2.x, NCCL; the a100 and
 // sampled fixtures): the dispatcher op "c10d::allreduce_" on the issuing

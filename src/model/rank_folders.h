@@ -1,6 +1,6 @@
 // A distributed job's output folder: BASE/rank-K/ per rank, each a run's
 // own output folder (profile.spill, and its report), written by the rank
-// itself (python/torchneck/ranks.py); the merged report goes to BASE.
+// itself (python/torchneck/this_rank.py); the merged report goes to BASE.
 #pragma once
 
 #include <string>

@@ -226,7 +226,7 @@ struct GpuWindow {
   // Kineto's clock (system time, its trace's ts + baseTimeNanoseconds) to
   // ours: monotonic = kineto + clock_offset_ns, read at the window's start.
   int64_t clock_offset_ns = 0;
-  // Filled when the trace is read (analyze/gpu/live_window.h, Alignment):
+  // Filled when the trace is read (analyze/gpu/gpu_window.h, Alignment):
   // Kineto's operators matched to ours, the correction that moved the
   // window onto them (at its first operator), the stretch of Kineto's clock
   // taken out with it (per ns; 0: an offset alone), and the median distance

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 #include "core/timing.h"
 #include "ingest/kineto_to_run.h"
 #include "pipeline/gpu_window.h"
@@ -10,7 +10,7 @@
 namespace torchneck {
 namespace {
 
-// Every rank's steps, compared (analyze/ranks.h); the steps are kept for
+// Every rank's steps, compared (analyze/cross_rank.h); the steps are kept for
 // trace.json, which draws each rank on the ranks' common clock.
 RankAnalysis compare_ranks(RunSet& set, Analysed& a) {
   std::vector<StepAnalysis> steps(set.runs.size());

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "analyze/gpu/gpu_report.h"
-#include "analyze/gpu/live_window.h"
+#include "analyze/gpu/gpu_window.h"
 #include "ingest/kineto_json.h"
 #include "ingest/kineto_to_run.h"
 

@@ -3,7 +3,7 @@
 #include "core/clock.h"
 #include "report/experiments_report.h"
 #include "report/gpu_sections.h"
-#include "report/ranks_report.h"
+#include "report/cross_rank_report.h"
 #include "report/json_writer.h"
 #include "report/profile_json_steps.h"
 
@@ -516,7 +516,7 @@ std::string profile_json(const Run& run, const Analysis& analysis, const Profile
     w.key("gpu");
     write_gpu_json(w, analysis.gpu.front());
   }
-  write_ranks_json(w, analysis.ranks, analysis.gpu);  // report/ranks_report.h
+  write_ranks_json(w, analysis.ranks, analysis.gpu);  // report/cross_rank_report.h
   w.field("timeline_events", static_cast<uint64_t>(run.timeline.size()));
   w.field("dropped_events", run.dropped_events);
   w.key("notes").begin_array();

@@ -3,7 +3,7 @@
 
 #include "model/processes.h"
 #include "report/gpu_sections.h"
-#include "report/ranks_report.h"
+#include "report/cross_rank_report.h"
 
 #include <cstdarg>
 #include <algorithm>
@@ -368,7 +368,7 @@ void gpu_window_line(std::string& out, const Run& run) {
             ns_to_ms(w.end_ns - w.start_ns), w.trace_path.c_str(), w.note.empty() ? "" : "; ", w.note.c_str());
     if (w.activities.size() == 1) out += "  CPU activity only: no device to analyse\n";
     if (w.aligned_ops > 0) {
-      // A stretch: Kineto's TSC-to-time conversion off (live_window.h).
+      // A stretch: Kineto's TSC-to-time conversion off (gpu_window.h).
       std::string stretch;
       if (w.alignment_stretch != 0.0) appendf(stretch, " and stretched %+.0f ppm", w.alignment_stretch * 1e6);
       appendf(out, "  clocks aligned on %llu operators both recorded: moved %+.1f us%s, %.1f us apart after (median)\n",

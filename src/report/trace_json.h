@@ -59,7 +59,7 @@ struct TraceJsonOptions {
 
 // Several ranks of one job on one time axis, each rank's processes (its
 // main process, DataLoader workers, GPUs) under "rank K": RUNS[i] with
-// its ANALYSES[i].steps, shifted by OFFSETS_NS[i] (analyze/ranks.h,
+// its ANALYSES[i].steps, shifted by OFFSETS_NS[i] (analyze/cross_rank.h,
 // RankAnalysis::clock_offset_ns); OPTIONS as for one run, its max_events
 // shared between the ranks.
 struct RankTrace {

@@ -15,7 +15,7 @@
 
 #include "analyze/diagnosis.h"
 #include "analyze/gpu/gpu_report.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 
 namespace torchneck {
 namespace {

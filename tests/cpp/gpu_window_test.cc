@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "analyze/gpu/live_window.h"
+#include "analyze/gpu/gpu_window.h"
 #include "analyze/layers.h"
 #include "analyze/steps.h"
 #include "ingest/kineto_json.h"

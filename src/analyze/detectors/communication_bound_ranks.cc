@@ -1,11 +1,11 @@
-// communication_bound from the ranks' own collectives (analyze/ranks.h): a
+// communication_bound from the ranks' own collectives (analyze/cross_rank.h): a
 // large share of every rank's step is spent transferring in collectives
 // that no work of the rank overlaps. The GPU side (communication_bound.cc)
 // replaces it on a Kineto trace, which times the kernels themselves.
 #include <algorithm>
 
 #include "analyze/diagnosis.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 
 namespace torchneck {
 namespace {

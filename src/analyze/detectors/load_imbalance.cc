@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "analyze/diagnosis.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 
 namespace torchneck {
 namespace {

@@ -1,12 +1,12 @@
 // straggler: one rank's own time (data wait + compute) is longer than the
-// others', and the others wait for it in the collectives (analyze/ranks.h).
+// others', and the others wait for it in the collectives (analyze/cross_rank.h).
 // Judged on arrival-based waits, not phase times: under DDP every rank's
 // backward lasts as long as the slowest one's.
 #include <algorithm>
 #include <utility>
 
 #include "analyze/diagnosis.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 #include "core/stats.h"
 
 namespace torchneck {

@@ -44,10 +44,10 @@ struct GpuReport {
   // The GPU detectors' findings on this rank alone (the first rank's also
   // go into the run's diagnosis: analysis.h, add_gpu_reports).
   std::vector<Finding> findings;
-  // A live run's window only (gpu/live_window.h, sync_sites): where in the
+  // A live run's window only (gpu/gpu_window.h, sync_sites): where in the
   // script its synchronising calls came from.
   std::vector<SyncSite> sync_sites;
-  std::vector<WindowStepGpu> window_steps;  // a live run's window only (gpu/live_window.h)
+  std::vector<WindowStepGpu> window_steps;  // a live run's window only (gpu/gpu_window.h)
 };
 
 // On the calling thread (`torchneck analyze` runs it on its second one,

@@ -1,4 +1,4 @@
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 
 #include <algorithm>
 #include <cstdio>

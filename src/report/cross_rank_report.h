@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "analyze/gpu/gpu_report.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 #include "report/json_writer.h"
 
 namespace torchneck {
@@ -14,7 +14,7 @@ namespace torchneck {
 // "" when the analysis has no ranks.
 std::string ranks_terminal_section(const RankAnalysis& a);
 
-// "ranks": one object per rank: its summary (analyze/ranks.h) and, when the
+// "ranks": one object per rank: its summary (analyze/cross_rank.h) and, when the
 // job's traces had one per rank, its GPU report as "gpu". A folder of
 // Kineto traces without a live rank comparison writes its GPU reports alone
 // (each with its "rank"), as before. "collectives": the matched operations.

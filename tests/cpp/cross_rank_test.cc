@@ -1,4 +1,4 @@
-// Ranks side by side (analyze/ranks.h) on runs built by hand, where the
+// Ranks side by side (analyze/cross_rank.h) on runs built by hand, where the
 // truth is planted: which rank arrives late at each collective and by how
 // much; the pairing of a rank's dispatcher ops with its backend's Works
 // (model/collectives.h); and a job's folder read back (model/rank_folders.h).
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analyze/diagnosis.h"
-#include "analyze/ranks.h"
+#include "analyze/cross_rank.h"
 #include "model/collectives.h"
 #include "model/rank_folders.h"
 #include "model/run_io.h"

@@ -1,4 +1,4 @@
-#include "report/ranks_report.h"
+#include "report/cross_rank_report.h"
 
 #include "core/clock.h"
 #include "report/appendf.h"

@@ -26,9 +26,7 @@ std::vector<GpuLaunch> gpu_launches(const Run& live, const Activities& window);
 // the matches, not only an offset. Kineto's times come from the TSC through
 // a conversion torch fits at the profiler's start and stop; on a VM a
 // reading preempted between its two clocks skews that fit, and the whole
-// window comes out stretched (seen on these machines, in bursts: a once-a-
-// step operator's spacing up to 370 us off ours; an offset alone then left
-// a median 84-102 us). The matches are tracked in time order, in bins, each
+// window comes out stretched (docs/coexistence.md). The matches are tracked in time order, in bins, each
 // bin matched by the line fitted to the bins before it (each Kineto cpu_op
 // to the live event of its name on its thread that starts nearest to where
 // the line puts it), so that a stretch larger than an operator's spacing

@@ -1,4 +1,4 @@
-#include "analyze/gpu/live_window.h"
+#include "analyze/gpu/gpu_window.h"
 
 #include "analyze/gpu/gpu_analysis.h"
 #include "core/stats.h"
