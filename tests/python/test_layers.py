@@ -87,7 +87,7 @@ def test_heavy_layer_advice_fits_the_layer(kind, tmp_path):
 
 def test_a_wait_in_one_call_is_no_heavy_layer(tmp_path):
     # GIVEN four equal Linear layers, one of which waits once (a sleep in a
-    # forward hook, as a page fault or a steal lands on whatever layer runs)
+    # forward pre-hook, as a page fault or a steal lands on whatever layer runs)
     out, truth_path = tmp_path / "out", tmp_path / "truth.json"
     r = run_tool(["--detail=full", "-o", str(out), script("layer_wait.py"), "--truth", str(truth_path)])
     assert r.returncode == 0, r.stderr
@@ -100,9 +100,10 @@ def test_a_wait_in_one_call_is_no_heavy_layer(tmp_path):
     model_ms = sum(l["forward_ms"] + l["backward_ms"] for l in layers.values() if l["depth"] == 0)
     assert waited["forward_ms"] + waited["backward_ms"] > 0.4 * model_ms, (waited, model_ms)
     # THEN the wait is found in its calls, as long as the hook's own clock
-    # measured it, less the 4 median calls a stalled call is allowed
-    median_call_ms = (waited["forward_ms"] + waited["backward_ms"] - waited["stalled_ms"]) / waited["calls"]
-    assert truth["wait_ms"] - 4 * median_call_ms - 0.5 <= waited["stalled_ms"], (waited, truth)
+    # measured it, less the 4 typical calls a stalled call is allowed (its
+    # mean call without stalls: at least its median)
+    typical_call_ms = (waited["forward_ms"] + waited["backward_ms"] - waited["stalled_ms"]) / waited["calls"]
+    assert truth["wait_ms"] - 4 * typical_call_ms - 0.5 <= waited["stalled_ms"], (waited, truth)
     assert waited["stalled_ms"] <= waited["forward_ms"] + waited["backward_ms"], waited
     # AND no layer is named heavy for it: by their work the four are equal
     named = [f["title"] for f in profile["findings"] if f["id"] == "heavy_layer" and f["severity"] != "low"]

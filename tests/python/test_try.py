@@ -66,8 +66,8 @@ def test_more_workers_measured_as_the_edited_script_gains(tmp_path):
     assert f["measured_gain_pct"] == e["measured_gain_pct"] and f["measured_gain_ci95_pct"] == e["ci95_pct"]
     assert e["estimated_gain_pct"] == f["estimated_gain_pct"]
     # Demoted where the measurement found no gain, else kept at the severity
-    # its share gave it (which share, is test_diagnosis's: this run's script
-    # keeps no clock of its own apart from the tried setting's steps).
+    # its data share gave it (that share against the script's own clock is
+    # test_diagnosis's to check: this run passes no --ground-truth).
     if e["outcome"] in ("no_gain", "slower"):
         assert f["severity"] == "low", (f, e)
     else:

@@ -1,5 +1,5 @@
 """Four equal Linear(64, 64) layers, trained on random data in memory (the
-model is the step), of which one waits once: a forward hook on layer 4
+model is the step), of which one waits once: a forward pre-hook on layer 4
 sleeps --wait-ms in one step's call, as a page fault, a lock or the
 hypervisor's steal lands on whatever layer runs then.
 
