@@ -11,9 +11,11 @@ buckets after the first step).
 modes:
   balanced       every rank does the same work
   slow_loader    rank --slow-rank's Dataset sleeps --delay-ms per batch
-  slow_backward  rank --slow-rank spins --delay-ms inside backward, in a
-                 backward hook of the first layer: after DDP has reduced the
-                 later layers' gradients, so only the barrier shows it
+  slow_backward  rank --slow-rank computes for --delay-ms of CPU time inside
+                 backward, in a backward hook of the first layer: after DDP
+                 has reduced the later layers' gradients, so only the
+                 barrier shows it (extra work: on a busy host it lasts
+                 longer, as the rest of the step does)
   comm_heavy     a 24 MB buffer all-reduced every step: the transfer dominates
   crash          rank --slow-rank raises at step --crash-step
   kill           rank --slow-rank kills itself with SIGKILL at step --crash-step,
@@ -58,9 +60,13 @@ def parse_args(argv=None, parser=None):
 
 
 def spin(seconds):
-    t = time.perf_counter()
-    while time.perf_counter() - t < seconds:
+    """Computes for SECONDS of this thread's CPU time, as extra work does:
+    on a busy host it lasts longer by its wait for a core, like the rest of
+    the step. Returns how long it lasted (perf_counter)."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    while time.thread_time() - cpu < seconds:
         pass
+    return time.perf_counter() - start
 
 
 class Data(torch.utils.data.Dataset):
@@ -118,8 +124,9 @@ def train(args):
 
     def collate(items):
         if args.mode == "slow_loader" and slow:
+            start = time.perf_counter()
             time.sleep(delay)
-            planted.append(delay)
+            planted.append(time.perf_counter() - start)
         return torch.stack([x for x, _ in items]), torch.stack([y for _, y in items])
 
     if args.model == "tiny":
@@ -134,8 +141,7 @@ def train(args):
     synced = torch.zeros(6_000_000) if args.mode == "comm_heavy" else None
     if args.mode == "slow_backward" and slow:
         def extra(module, grad_in, grad_out):
-            spin(delay)
-            planted.append(delay)
+            planted.append(spin(delay))
         model[0].register_full_backward_hook(extra)
     # Fires after the spin (hooks run in the order registered): what is
     # left of backward after it is the first layer's own gradient and DDP's
