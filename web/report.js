@@ -240,6 +240,9 @@
     if (st.median_ms) line.push('median ' + fmtMs(st.median_ms));
     if (st.breakdown_pct) line.push(PHASES.filter(function (p) { return p !== 'evaluation' || num(st.breakdown_pct[p]) > 0; })
       .map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
+    (st.frozen_networks || []).forEach(function (f) {
+      line.push('forward includes frozen network ' + f.name + ': ' + fmtMs(f.ms_per_step) + ' a step, not evaluation');
+    });
     if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up step(s) left out');
     (st.slow || []).forEach(function (g) {
       line.push(g.count + ' slow steps, ' + g.kind + (g.period_steps ? ' (every ' + g.period_steps + ')' : '') + ': ' +

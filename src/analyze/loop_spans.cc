@@ -14,7 +14,7 @@ std::vector<Span> fetch_spans(const Run& run) {
   return fetches;
 }
 
-std::vector<Span> module_spans(const TimelineView& tv) {
+std::vector<Span> module_spans(const TimelineView& tv, std::vector<uint32_t>* roots) {
   const Run& run = tv.run;
   const std::vector<Span> fetches = fetch_spans(run);
   std::vector<Span> spans;
@@ -29,10 +29,17 @@ std::vector<Span> module_spans(const TimelineView& tv) {
     auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const auto& s) { return s.first == e.module; });
     if (it == stack.rend()) continue;
     const size_t depth = static_cast<size_t>(stack.rend() - it) - 1;
-    if (depth == 0 && !inside_any(fetches, stack[0].second, e.t_ns)) spans.emplace_back(stack[0].second, e.t_ns);
+    if (depth == 0 && !inside_any(fetches, stack[0].second, e.t_ns)) {
+      spans.emplace_back(stack[0].second, e.t_ns);
+      if (roots != nullptr) roots->push_back(e.module);
+    }
     stack.resize(depth);
   }
   return spans;
+}
+
+bool is_frozen(const Run& run, uint32_t m) {
+  return m < run.modules.size() && run.modules[m].params > 0 && run.modules[m].trainable_params == 0;
 }
 
 std::vector<Span> backward_passes(const TimelineView& tv) {
@@ -56,8 +63,49 @@ bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end) {
   return it != spans.begin() && std::prev(it)->first <= start && std::prev(it)->second >= end;
 }
 
+namespace {
+
+// A network the loop does not train called in at least this share of the
+// iterations is part of the step (a loss network, a teacher: every
+// iteration); one called in fewer is evaluated now and then (an EMA copy
+// validated each epoch).
+constexpr double kFrozenStepShare = 0.5;
+
+// The iteration of a call ending at t: the backward pass after it
+// (backward.size() when none follows).
+size_t iteration_of(const std::vector<Span>& backward, int64_t t) {
+  auto b = std::lower_bound(backward.begin(), backward.end(), t,
+                            [](const Span& pass, int64_t end) { return pass.second < end; });
+  return static_cast<size_t>(b - backward.begin());
+}
+
+// Which of the calls no backward went through (`untrained`, indices into
+// `forward`) are the step's work: calls of a root module the loop does not
+// train (frozen, or never a training call: `trained` holds those with one)
+// in most of the iterations whose module calls were recorded (detail
+// windows record them in a few).
+std::vector<size_t> frozen_step_calls(const Run& run, const std::vector<Span>& backward,
+                                      const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
+                                      const std::vector<size_t>& untrained, const std::set<uint32_t>& trained) {
+  std::set<size_t> recorded, with_frozen;
+  for (const Span& f : forward) recorded.insert(iteration_of(backward, f.second));
+  std::vector<size_t> calls;
+  for (size_t i : untrained) {
+    if (i >= roots.size() || (!is_frozen(run, roots[i]) && trained.count(roots[i]) > 0)) continue;
+    calls.push_back(i);
+    with_frozen.insert(iteration_of(backward, forward[i].second));
+  }
+  recorded.erase(backward.size());
+  with_frozen.erase(backward.size());
+  if (static_cast<double>(with_frozen.size()) < kFrozenStepShare * static_cast<double>(recorded.size())) calls.clear();
+  return calls;
+}
+
+}  // namespace
+
 std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
-                                    const std::vector<Span>& forward) {
+                                    const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
+                                    std::vector<size_t>* frozen) {
   std::vector<Span> out;
   if (backward.empty() || forward.empty()) return out;
   const Run& run = tv.run;
@@ -91,14 +139,23 @@ std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Sp
   // sorted by start; an evaluation pass lies between two of them.
   std::vector<Span> training(backward.begin(), backward.end());
   training.insert(training.end(), optimizer.begin(), optimizer.end());
-  std::vector<Span> groups;  // runs of evaluation module calls
-  for (const Span& f : forward) {
-    if (trains(f)) {
-      training.push_back(f);
+  std::vector<size_t> untrained;
+  std::set<uint32_t> trained;  // root modules with a training call
+  for (size_t i = 0; i < forward.size(); ++i) {
+    if (!trains(forward[i])) {
+      untrained.push_back(i);
       continue;
     }
-    groups.push_back(f);
+    training.push_back(forward[i]);
+    if (i < roots.size()) trained.insert(roots[i]);
   }
+  const std::vector<size_t> step_work = frozen_step_calls(run, backward, forward, roots, untrained, trained);
+  std::vector<Span> groups;  // runs of evaluation module calls
+  for (size_t i : untrained) {
+    if (std::binary_search(step_work.begin(), step_work.end(), i)) training.push_back(forward[i]);
+    else groups.push_back(forward[i]);
+  }
+  if (frozen != nullptr) *frozen = step_work;
   if (groups.empty()) return out;
   std::sort(training.begin(), training.end());
   // Merge consecutive evaluation calls with no training work between them.

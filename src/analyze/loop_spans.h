@@ -21,7 +21,12 @@ std::vector<Span> fetch_spans(const Run& run);
 // Top-level nn.Module forward spans on the main thread, in time order,
 // except those inside a DataLoader fetch: a module the loader calls
 // (torchvision's transforms are modules) is data work, not the model's.
-std::vector<Span> module_spans(const TimelineView& tv);
+// `roots`, where given, gets each span's module (an index in Run::modules).
+std::vector<Span> module_spans(const TimelineView& tv, std::vector<uint32_t>* roots = nullptr);
+
+// Whether Run::modules[m] is a frozen network: it has parameters and none
+// of them requires grad (a loss network, a frozen encoder).
+bool is_frozen(const Run& run, uint32_t m);
 
 // Maximal runs of backward work on the main thread: a pass ends when an
 // event that is not backward work starts after everything of the pass ended.
@@ -36,9 +41,14 @@ std::vector<Span> backward_passes(const TimelineView& tv);
 // ran in a backward pass: the operator whose (forward thread, sequence
 // number) a backward node carries, the latest-starting one as in layers.cc.
 // A run with no backward at all (inference only) has no evaluation passes:
-// its forward is the work.
+// its forward is the work. Evaluation evaluates the model being trained:
+// calls of a root module the loop does not train (frozen, or never in a
+// training call; `roots`: each forward span's module) that come in most
+// iterations are the step's forward work (a loss network, a teacher), not
+// evaluation; `frozen`, where given, gets those calls.
 std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
-                                    const std::vector<Span>& forward);
+                                    const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
+                                    std::vector<size_t>* frozen = nullptr);
 
 // Whether [start, end) lies inside one of the sorted, disjoint `spans`.
 bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end);

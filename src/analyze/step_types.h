@@ -108,6 +108,17 @@ struct TopLevelOps {
   std::vector<std::pair<std::string, double>> most_called;
 };
 
+// A frozen network called in the training steps (a loss network, a
+// teacher: loop_spans.h's evaluation_passes): forward work of the step,
+// shown by name.
+struct FrozenForward {
+  std::string name;         // the root module's (ModuleInfo::name)
+  // In the steps after warm-up whose module calls were recorded (detail
+  // windows': at the detail's cost), and its calls' time over those steps.
+  uint64_t calls = 0;
+  int64_t ns_per_step = 0;
+};
+
 struct StepAnalysis {
   // Where iterations came from: "profiler_step", "optimizer", "dataloader",
   // "backward" or "whole_run", in that order of preference.
@@ -154,6 +165,7 @@ struct StepAnalysis {
   // their time (in steps' evaluation phase).
   std::vector<std::pair<int64_t, int64_t>> evaluation;
   int64_t evaluation_ns = 0;
+  std::vector<FrozenForward> frozen;  // most time first
   int64_t window_ns = 0;   // all steps' time in the window, warm-up included
   double micro_batches_per_step = 0;  // median backward passes per steady step
   double ops_per_step = 0;     // steady-state mean, evaluation and data fetches left out

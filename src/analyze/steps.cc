@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "analyze/compiled.h"
@@ -376,6 +378,39 @@ std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Ste
 }
 
 
+// The frozen networks' calls in the steps (`frozen`: evaluation_passes'
+// step work, indices into `forward`), per network, over the steps after
+// warm-up whose module calls were recorded (those with a top-level call).
+std::vector<FrozenForward> frozen_forwards(const Run& run, const std::vector<Span>& forward,
+                                           const std::vector<uint32_t>& roots, const std::vector<size_t>& frozen,
+                                           const std::vector<Step>& steps) {
+  auto step_of = [&](const Span& f) {
+    auto it = std::upper_bound(steps.begin(), steps.end(), f.first,
+                               [](int64_t t, const Step& s) { return t < s.start_ns; });
+    if (it == steps.begin() || f.first >= std::prev(it)->end_ns) return SIZE_MAX;
+    const Step& s = *std::prev(it);
+    return s.steady || s.detail_excluded ? static_cast<size_t>(std::prev(it) - steps.begin()) : SIZE_MAX;
+  };
+  std::set<size_t> recorded;
+  for (const Span& f : forward)
+    if (const size_t k = step_of(f); k != SIZE_MAX) recorded.insert(k);
+  std::map<uint32_t, FrozenForward> by_module;
+  for (size_t i : frozen) {
+    if (step_of(forward[i]) == SIZE_MAX) continue;
+    FrozenForward& f = by_module[roots[i]];
+    f.name = run.modules[roots[i]].name;
+    ++f.calls;
+    f.ns_per_step += forward[i].second - forward[i].first;
+  }
+  std::vector<FrozenForward> out;
+  for (auto& [m, f] : by_module) {
+    f.ns_per_step /= static_cast<int64_t>(std::max<size_t>(recorded.size(), 1));
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const FrozenForward& x, const FrozenForward& y) { return x.ns_per_step > y.ns_per_step; });
+  return out;
+}
+
 // The breakdown of the steps outside detail windows (light_steps.h), learnt
 // from the detailed steady steps (with none, the detailed warm-up steps).
 void estimate_undetailed(StepAnalysis& a, const JointSweep& joint) {
@@ -497,8 +532,10 @@ StepAnalysis analyze_steps(const Run& run) {
   a.timeline_truncated = run.dropped_events > 0;
   const TimelineView tv(run);
   const std::vector<Span> passes = backward_passes(tv);
-  const std::vector<Span> forward = module_spans(tv);
-  a.evaluation = evaluation_passes(tv, passes, forward);
+  std::vector<uint32_t> roots;
+  const std::vector<Span> forward = module_spans(tv, &roots);
+  std::vector<size_t> frozen;
+  a.evaluation = evaluation_passes(tv, passes, forward, roots, &frozen);
   for (const Span& s : detect_steps(tv, passes, forward, a.evaluation, &a.source)) {
     Step st;
     st.start_ns = s.first;
@@ -545,6 +582,7 @@ StepAnalysis analyze_steps(const Run& run) {
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
   mark_steady(a, compile_spans(run), w.state == GpuWindowState::kRecorded && w.end_ns > w.start_ns ? &window : nullptr);
+  a.frozen = frozen_forwards(run, forward, roots, frozen, a.steps);
   std::vector<Span> optimizer;
   for (size_t i : tv.main_events)
     if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);

@@ -154,6 +154,10 @@ struct ModuleInfo {
   // Its extra_repr(), what print(model) shows in parentheses (bounded):
   // "in_features=4096, out_features=512, bias=True"; "" when unknown.
   std::string config = "";
+  // Of params, those that require grad at the run's end (-1 unknown): a
+  // module with parameters none of which trains is a frozen network (a
+  // loss network, a teacher), whose no-grad calls are no evaluation.
+  int64_t trainable_params = -1;
 };
 
 // One process of the run: the main one, or a DataLoader worker process

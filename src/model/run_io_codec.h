@@ -22,8 +22,8 @@ namespace torchneck::run_io_detail {
 // refused by name. It names one spill_layout(): raise it whenever that
 // changes and set kSpillLayoutCrc to the new layout's CRC-32 (a test holds
 // the two together).
-constexpr uint32_t kSpillVersion = 17;
-constexpr uint32_t kSpillLayoutCrc = 0xd8ce134;
+constexpr uint32_t kSpillVersion = 18;
+constexpr uint32_t kSpillLayoutCrc = 0x4299d51b;
 
 // A section is stored as one or more blocks, each: a 4-byte word (the
 // payload's length, kLastBlock set on the section's last block), the CRC-32

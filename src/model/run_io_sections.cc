@@ -199,6 +199,7 @@ void modules_fields(IO& io, R& run) {
     io.num(m.parent);
     io.flag(m.compiled);
     io.str(m.config);
+    io.num(m.trainable_params);
   });
   io.check(
       [&run] {

@@ -38,6 +38,15 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   w.field("evaluation_passes", static_cast<uint64_t>(s.evaluation.size()));
   w.field("evaluation_pct", 100.0 * share(s.evaluation_ns, s.window_ns));
   w.field("micro_batches_per_step", s.micro_batches_per_step);
+  w.key("frozen_networks").begin_array();
+  for (const FrozenForward& f : s.frozen) {
+    w.begin_object();
+    w.field("name", f.name);
+    w.field("calls", f.calls);
+    w.field("ms_per_step", ns_to_ms(f.ns_per_step));
+    w.end_object();
+  }
+  w.end_array();
   w.key("slow").begin_array();
   for (const SlowGroup& g : s.slow) {
     w.begin_object();

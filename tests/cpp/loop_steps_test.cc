@@ -106,6 +106,77 @@ TEST(LoopSteps, AnEvaluationPassIsItsOwnPhaseAndNoLayerCostOfTraining) {
   EXPECT_TRUE(eval);
 }
 
+// A training step at t: a 2 ms fetch, a 3 ms no-grad call of module 2
+// (its addmm peeks `seq`, which the model's addmm then takes), then
+// train_step's 10 ms of model, backward and SGD.step. Returns its end.
+int64_t step_with_a_network_it_does_not_train(RunBuilder& rb, int64_t t, int64_t seq) {
+  rb.event(kFetch, OpKind::kUserScope, t, t + 2 * kMs);
+  t += 2 * kMs;
+  rb.module(2, t, t + 3 * kMs);
+  rb.event("aten::addmm", OpKind::kOperator, t, t + 3 * kMs, seq);
+  t += 3 * kMs;
+  rb.module(0, t, t + 4 * kMs);
+  rb.module(1, t + kMs, t + 3 * kMs);
+  rb.event("aten::addmm", OpKind::kOperator, t + kMs, t + 3 * kMs, seq);
+  rb.event("AddmmBackward0", OpKind::kBackward, t + 4 * kMs, t + 8 * kMs, seq);
+  rb.event("Optimizer.step#SGD.step", OpKind::kUserScope, t + 8 * kMs, t + 10 * kMs);
+  return t + 10 * kMs;
+}
+
+TEST(LoopSteps, ANetworkTheLoopDoesNotTrainCalledEveryIterationIsForwardNotEvaluation) {
+  for (const int64_t trainable : {int64_t{0}, int64_t{50}}) {
+    // GIVEN 20 steps that each call a root network without backward: frozen
+    // (no parameter requires grad: a loss network), or never in a training
+    // call (a teacher under no_grad)
+    RunBuilder rb = model_run();
+    rb.run.modules.push_back(ModuleInfo{"vgg", "Vgg16", 50, -1});
+    rb.run.modules.back().trainable_params = trainable;
+    int64_t t = 0;
+    for (int i = 0; i < 20; ++i) t = step_with_a_network_it_does_not_train(rb, t, i);
+    rb.finish();
+    const StepAnalysis a = analyze_steps(rb.run);
+    // THEN its calls are each step's forward, named (over the 19 steps
+    // after warm-up), and no evaluation
+    ASSERT_EQ(a.count, 20u);
+    EXPECT_TRUE(a.evaluation.empty()) << trainable;
+    EXPECT_EQ(a.steps[5].breakdown[Phase::kEvaluation], 0);
+    EXPECT_EQ(a.steps[5].breakdown[Phase::kForward], 7 * kMs);
+    ASSERT_EQ(a.frozen.size(), 1u);
+    EXPECT_EQ(a.frozen[0].name, "vgg");
+    EXPECT_EQ(a.frozen[0].calls, 19u);
+    EXPECT_EQ(a.frozen[0].ns_per_step, 3 * kMs);
+  }
+}
+
+TEST(LoopSteps, AFrozenCopyEvaluatedOnceInAWhileIsEvaluation) {
+  // GIVEN 20 training steps, and after the 10th a frozen copy of the model
+  // (an EMA model) evaluated on 10 batches
+  RunBuilder rb = model_run();
+  rb.run.modules.push_back(ModuleInfo{"ema", "Net", 10, -1});
+  rb.run.modules.back().trainable_params = 0;
+  int64_t t = 0;
+  for (int i = 0; i < 20; ++i) {
+    t = train_step(rb, t, 2 * kMs, i);
+    if (i == 9) {
+      for (int b = 0; b < 10; ++b) {
+        rb.event(kFetch, OpKind::kUserScope, t, t + kMs);
+        rb.module(2, t + kMs, t + 6 * kMs);
+        rb.event("aten::addmm", OpKind::kOperator, t + kMs, t + 6 * kMs, i + 1);
+        t += 6 * kMs;
+      }
+      rb.event(kFetch, OpKind::kUserScope, t, t + kMs);
+      t += kMs;
+    }
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN it is one evaluation pass, and no frozen network of the steps
+  ASSERT_EQ(a.count, 20u);
+  ASSERT_EQ(a.evaluation.size(), 1u);
+  EXPECT_EQ(a.evaluation_ns, 61 * kMs);
+  EXPECT_TRUE(a.frozen.empty());
+}
+
 TEST(LoopSteps, ATransformModuleInsideTheFetchIsDataNotEvaluation) {
   // GIVEN 20 training steps whose 6 ms fetches each call a transform
   // module (no backward through it: torchvision's transforms, num_workers=0)

@@ -91,7 +91,7 @@ Run full_run() {
   r.data_wait_cpu_ns = 1'250'000;
   r.data_wait_runqueue_ns = 750'000;
   r.step_clocks = {{100, 40, 5, 0, 1, 30}, {200, 90, -1, 1, 4096, 7000000000}};
-  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0, false, "in_features=8, out_features=10, bias=True"},
+  r.modules = {{"model", "Net", 100, -1}, {"model.fc", "Linear", 90, 0, false, "in_features=8, out_features=10, bias=True", 0},
                {"model.head", "Head", 10, 0, true}};
   ModuleEvent me{};
   me.t_ns = 15;
@@ -200,6 +200,8 @@ TEST(RunIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(after.module_events.at(0).is_exit, 1);
   EXPECT_FALSE(after.modules.at(1).compiled);
   EXPECT_EQ(after.modules.at(1).config, "in_features=8, out_features=10, bias=True");
+  EXPECT_EQ(after.modules.at(1).trainable_params, 0);
+  EXPECT_EQ(after.modules.at(0).trainable_params, -1);
   EXPECT_TRUE(after.modules.at(2).compiled);
   EXPECT_EQ(after.samples.at(1).stack, PySample::kNoStack);
   EXPECT_EQ(after.samples.at(0).t_ns, 40);
@@ -348,11 +350,11 @@ TEST(RunIo, AnotherFormatVersionIsNamed) {
   // GIVEN the start of a version 13 spill (no header checksum: the script's
   // length follows the version)
   const std::string v13 = magic + le_bytes(13, 4) + stored("train.py");
-  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 17");
+  EXPECT_EQ(refusal(v13), "byte 8: spill format version 13 (an older torchneck's); this torchneck reads version 18");
   // and a newer version's header, whole
-  std::string v18 = magic + le_bytes(18, 4);
-  v18 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v18.data()), static_cast<uInt>(v18.size())), 4);
-  EXPECT_EQ(refusal(v18), "byte 8: spill format version 18 (a newer torchneck's); this torchneck reads version 17");
+  std::string v19 = magic + le_bytes(19, 4);
+  v19 += le_bytes(crc32(0L, reinterpret_cast<const Bytef*>(v19.data()), static_cast<uInt>(v19.size())), 4);
+  EXPECT_EQ(refusal(v19), "byte 8: spill format version 19 (a newer torchneck's); this torchneck reads version 18");
   // but a version byte changed in this version's header is damage
   std::string b = encode_run(full_run());
   b[8] = 13;

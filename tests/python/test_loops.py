@@ -360,6 +360,40 @@ def test_two_optimizers_one_step_per_iteration(tmp_path):
     check_common(profile, truth, allowed={"framework_overhead"})
 
 
+# A frozen network's no-grad call is a tenth of the step or more here: read
+# as evaluation, it would be that share of the steps (the defect this guards).
+FROZEN_CALL_PCT = 10.0
+
+
+@pytest.mark.parametrize("shape", ["loss_net", "teacher"])
+def test_a_frozen_network_is_the_steps_forward_not_evaluation(tmp_path, shape):
+    # GIVEN a loop that never evaluates, and runs a network it does not
+    # train every iteration (a style-transfer loss network, frozen; a
+    # distillation teacher, under no_grad)
+    profile, truth = run_loop("frozen_network", tmp_path, "--shape", shape)
+    own_frozen = 100 * truth_share(truth, profile, "frozen")
+    assert own_frozen >= FROZEN_CALL_PCT, f"the frozen call is {own_frozen:.1f} % of the step: nothing planted"
+    # THEN the steps, data share and findings are as for any plain loop
+    found = check_common(profile, truth)
+    # and none of its time is evaluation: it is the step's forward, within
+    # the tolerance of the script's own clock around the forward
+    steps = profile["steps"]
+    assert "evaluation_heavy" not in found, brief(profile)
+    assert steps["breakdown_pct"]["evaluation"] <= 1.0 and steps["evaluation_pct"] <= 1.0, steps["breakdown_pct"]
+    own_forward = 100 * truth_share(truth, profile, "forward")
+    assert abs(steps["breakdown_pct"]["forward"] - own_forward) <= TOLERANCE_PTS, (
+        steps["breakdown_pct"], own_forward)
+    # and the network is named, with its no-grad calls' time a step near the
+    # script's clock around them in the same steps (those after warm-up
+    # whose module calls were recorded)
+    frozen = {f["name"]: f for f in steps["frozen_networks"]}
+    assert list(frozen) == [truth["frozen_name"]], steps["frozen_networks"]
+    same = [i for i, s in enumerate(steps["per_step"])
+            if (s["detailed"] or steps["detail"] != "window") and (s["steady"] or s["detail_excluded"])]
+    own_ms = 1e3 * sum(truth["per_step_s"]["frozen"][i] for i in same) / len(same)
+    assert frozen[truth["frozen_name"]]["ms_per_step"] == pytest.approx(own_ms, rel=0.25), own_ms
+
+
 def test_eval_in_loop_is_evaluation_heavy(tmp_path):
     profile, truth = run_loop("eval_in_loop", tmp_path)
     assert truth["evaluation_passes"] >= 2

@@ -338,23 +338,31 @@ void restore_torch_compile() {
   Py_CLEAR(g_scopes->our_compile);
 }
 
-int64_t parameter_count(PyObject* module) {
+struct ParameterCount {
+  int64_t all = 0, trainable = 0;  // elements; trainable: requires_grad
+};
+
+ParameterCount parameter_count(PyObject* module) {
+  ParameterCount n;
   PyObject* params = PyObject_CallMethod(module, "parameters", nullptr);
   if (params == nullptr) {
     PyErr_Clear();
-    return 0;
+    return n;
   }
-  int64_t n = 0;
   PyObject* it = PyObject_GetIter(params);
   Py_DECREF(params);
   if (it == nullptr) {
     PyErr_Clear();
-    return 0;
+    return n;
   }
   while (PyObject* p = PyIter_Next(it)) {
     PyObject* numel = PyObject_CallMethod(p, "numel", nullptr);
     if (numel != nullptr) {
-      n += PyLong_AsLongLong(numel);
+      const int64_t k = PyLong_AsLongLong(numel);
+      n.all += k;
+      PyObject* grad = PyObject_GetAttrString(p, "requires_grad");
+      if (grad != nullptr && PyObject_IsTrue(grad) == 1) n.trainable += k;
+      Py_XDECREF(grad);
       Py_DECREF(numel);
     }
     Py_DECREF(p);
@@ -605,7 +613,9 @@ void snapshot_module_scopes(Run& run) {
     }
     PyErr_Clear();
     if (info.config.empty()) info.config = module_config(m);
-    info.params = parameter_count(m);
+    const ParameterCount count = parameter_count(m);
+    info.params = count.all;
+    info.trainable_params = count.trainable;
     run.modules.push_back(std::move(info));
   }
   PyErr_Clear();
