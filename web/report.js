@@ -241,7 +241,8 @@
     if (st.breakdown_pct) line.push(PHASES.filter(function (p) { return p !== 'evaluation' || num(st.breakdown_pct[p]) > 0; })
       .map(function (p) { return p + ' ' + fmt(num(st.breakdown_pct[p]), 1) + ' %'; }).join(', '));
     (st.frozen_networks || []).forEach(function (f) {
-      line.push('forward includes frozen network ' + f.name + ': ' + fmtMs(f.ms_per_step) + ' a step, not evaluation');
+      line.push('forward includes ' + (f.trained ? 'the calls without backward of ' : 'frozen network ') + f.name + ': ' +
+        fmtMs(f.ms_per_step) + ' a step, not evaluation');
     });
     if (st.warmup_excluded) line.push(st.warmup_excluded + ' warm-up step(s) left out');
     (st.slow || []).forEach(function (g) {

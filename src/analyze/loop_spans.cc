@@ -70,34 +70,64 @@ namespace {
 // iteration); one called in fewer is evaluated now and then (an EMA copy
 // validated each epoch).
 constexpr double kFrozenStepShare = 0.5;
+// The model being trained, called without backward in nearly every
+// iteration, does step work there (a GAN's generator making detached
+// samples for the critic); evaluation of it comes every few iterations.
+constexpr double kTrainedStepShare = 0.9;
 
-// The iteration of a call ending at t: the backward pass after it
-// (backward.size() when none follows).
-size_t iteration_of(const std::vector<Span>& backward, int64_t t) {
-  auto b = std::lower_bound(backward.begin(), backward.end(), t,
-                            [](const Span& pass, int64_t end) { return pass.second < end; });
-  return static_cast<size_t>(b - backward.begin());
+// The loop's iterations as their backward work: the backward passes; in a
+// loop that reads a DataLoader, those with no fetch between them as one (a
+// GAN's critic and generator passes on one batch). Sorted, disjoint.
+std::vector<Span> backward_iterations(const std::vector<Span>& backward, const std::vector<Span>& fetches) {
+  if (fetches.empty()) return backward;
+  std::vector<Span> out;
+  for (const Span& pass : backward) {
+    if (!out.empty()) {
+      auto f = std::lower_bound(fetches.begin(), fetches.end(), Span{out.back().second, INT64_MIN});
+      if (f == fetches.end() || f->first >= pass.first) {
+        out.back().second = std::max(out.back().second, pass.second);
+        continue;
+      }
+    }
+    out.push_back(pass);
+  }
+  return out;
+}
+
+// The iteration of a call ending at t: the backward work after it
+// (iterations.size() when none follows).
+size_t iteration_of(const std::vector<Span>& iterations, int64_t t) {
+  auto b = std::lower_bound(iterations.begin(), iterations.end(), t,
+                            [](const Span& it, int64_t end) { return it.second < end; });
+  return static_cast<size_t>(b - iterations.begin());
 }
 
 // Which of the calls no backward went through (`untrained`, indices into
-// `forward`) are the step's work: calls of a root module the loop does not
-// train (frozen, or never a training call: `trained` holds those with one)
-// in most of the iterations whose module calls were recorded (detail
-// windows record them in a few).
+// `forward`) are the step's work: a root module's, where they come in at
+// least kFrozenStepShare of the iterations whose module calls were
+// recorded (detail windows record them in a few) for a module the loop
+// does not train (frozen, or never in a training call: `trained` holds
+// those with one), kTrainedStepShare for one it trains. `backward`: the
+// loop's iterations (backward_iterations).
 std::vector<size_t> frozen_step_calls(const Run& run, const std::vector<Span>& backward,
                                       const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
                                       const std::vector<size_t>& untrained, const std::set<uint32_t>& trained) {
-  std::set<size_t> recorded, with_frozen;
+  std::set<size_t> recorded;
   for (const Span& f : forward) recorded.insert(iteration_of(backward, f.second));
-  std::vector<size_t> calls;
-  for (size_t i : untrained) {
-    if (i >= roots.size() || (!is_frozen(run, roots[i]) && trained.count(roots[i]) > 0)) continue;
-    calls.push_back(i);
-    with_frozen.insert(iteration_of(backward, forward[i].second));
-  }
   recorded.erase(backward.size());
-  with_frozen.erase(backward.size());
-  if (static_cast<double>(with_frozen.size()) < kFrozenStepShare * static_cast<double>(recorded.size())) calls.clear();
+  std::map<uint32_t, std::set<size_t>> iterations;  // root module -> the iterations it is called in
+  for (size_t i : untrained)
+    if (i < roots.size()) iterations[roots[i]].insert(iteration_of(backward, forward[i].second));
+  std::set<uint32_t> step_work;
+  for (auto& [m, its] : iterations) {
+    its.erase(backward.size());
+    const bool trains = !is_frozen(run, m) && trained.count(m) > 0;
+    const double needed = (trains ? kTrainedStepShare : kFrozenStepShare) * static_cast<double>(recorded.size());
+    if (!its.empty() && static_cast<double>(its.size()) >= needed) step_work.insert(m);
+  }
+  std::vector<size_t> calls;
+  for (size_t i : untrained)
+    if (i < roots.size() && step_work.count(roots[i]) > 0) calls.push_back(i);
   return calls;
 }
 
@@ -105,7 +135,7 @@ std::vector<size_t> frozen_step_calls(const Run& run, const std::vector<Span>& b
 
 std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
                                     const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
-                                    std::vector<size_t>* frozen) {
+                                    std::vector<size_t>* frozen, std::set<uint32_t>* trained_roots) {
   std::vector<Span> out;
   if (backward.empty() || forward.empty()) return out;
   const Run& run = tv.run;
@@ -149,13 +179,15 @@ std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Sp
     training.push_back(forward[i]);
     if (i < roots.size()) trained.insert(roots[i]);
   }
-  const std::vector<size_t> step_work = frozen_step_calls(run, backward, forward, roots, untrained, trained);
+  const std::vector<size_t> step_work =
+      frozen_step_calls(run, backward_iterations(backward, fetches), forward, roots, untrained, trained);
   std::vector<Span> groups;  // runs of evaluation module calls
   for (size_t i : untrained) {
     if (std::binary_search(step_work.begin(), step_work.end(), i)) training.push_back(forward[i]);
     else groups.push_back(forward[i]);
   }
   if (frozen != nullptr) *frozen = step_work;
+  if (trained_roots != nullptr) *trained_roots = trained;
   if (groups.empty()) return out;
   std::sort(training.begin(), training.end());
   // Merge consecutive evaluation calls with no training work between them.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -41,14 +42,16 @@ std::vector<Span> backward_passes(const TimelineView& tv);
 // ran in a backward pass: the operator whose (forward thread, sequence
 // number) a backward node carries, the latest-starting one as in layers.cc.
 // A run with no backward at all (inference only) has no evaluation passes:
-// its forward is the work. Evaluation evaluates the model being trained:
-// calls of a root module the loop does not train (frozen, or never in a
-// training call; `roots`: each forward span's module) that come in most
-// iterations are the step's forward work (a loss network, a teacher), not
-// evaluation; `frozen`, where given, gets those calls.
+// its forward is the work. Evaluation evaluates the model being trained
+// every few iterations: a root module's calls (`roots`: each forward span's
+// module) that come in most iterations if the loop does not train it
+// (frozen, or never in a training call: a loss network, a teacher), nearly
+// every one if it does (a GAN's generator making detached samples), are the
+// step's forward work, not evaluation; `frozen`, where given, gets them
+// (indices into `forward`), and `trained` the root modules with a training call.
 std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Span>& backward,
                                     const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
-                                    std::vector<size_t>* frozen = nullptr);
+                                    std::vector<size_t>* frozen = nullptr, std::set<uint32_t>* trained = nullptr);
 
 // Whether [start, end) lies inside one of the sorted, disjoint `spans`.
 bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end);

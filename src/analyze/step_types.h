@@ -108,11 +108,13 @@ struct TopLevelOps {
   std::vector<std::pair<std::string, double>> most_called;
 };
 
-// A frozen network called in the training steps (a loss network, a
-// teacher: loop_spans.h's evaluation_passes): forward work of the step,
-// shown by name.
+// A root module's calls without backward that are forward work of the
+// training steps (loop_spans.h's evaluation_passes), shown by name: a
+// frozen network (a loss network, a teacher), or the model being trained
+// called without backward in nearly every step (a GAN's generator).
 struct FrozenForward {
   std::string name;         // the root module's (ModuleInfo::name)
+  bool trained = false;     // the loop trains it in other calls
   // In the steps after warm-up whose module calls were recorded (detail
   // windows': at the detail's cost), and its calls' time over those steps.
   uint64_t calls = 0;

@@ -10,6 +10,7 @@
 #include "analyze/detail_cost.h"
 #include "analyze/light_steps.h"
 #include "analyze/loop_spans.h"
+#include "analyze/optimizer_iterations.h"
 #include "analyze/slow_steps.h"
 #include "analyze/timeline_view.h"
 #include "analyze/top_level_ops.h"
@@ -26,9 +27,19 @@ namespace {
 // (slow_steps.h). Nothing else is left out.
 constexpr double kWarmupFactor = 1.5;
 
+// Optimizer steps per iteration in the timeline (`iterations` of them):
+// their ratio where it is whole; with no optimizer step in the timeline
+// (LBFGS's window filled inside the first), the optimizers created.
+size_t optimizer_steps_per_iteration(const TimelineView& tv, size_t iterations) {
+  size_t calls = 0;
+  for (size_t i : tv.main_events) calls += tv.is_optimizer_step(tv.run.timeline[i]) ? 1 : 0;
+  if (calls == 0) return std::max<size_t>(1, tv.run.env.optimizers.size());
+  return iterations > 0 && calls % iterations == 0 ? calls / iterations : 1;
+}
+
 std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& passes,
-                               const std::vector<Span>& forward, const std::vector<Span>& evaluation,
-                               std::string* source) {
+                               const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
+                               const std::vector<Span>& evaluation, std::string* source) {
   const Run& run = tv.run;
   std::vector<Span> profiler, opt_steps, nexts;
   int64_t first = INT64_MAX, last = INT64_MIN;
@@ -56,17 +67,10 @@ std::vector<Span> detect_steps(const TimelineView& tv, const std::vector<Span>& 
     return profiler;
   }
   if (!opt_steps.empty()) {
-    // Every optimizer steps once per iteration (a GAN's two count as one);
-    // if the counts do not divide evenly, each step call is an iteration.
-    size_t k = std::max<size_t>(1, run.env.optimizers.size());
-    if (opt_steps.size() % k != 0) k = 1;
     *source = "optimizer";
-    int64_t b = std::min(begin, opt_steps.front().first);
-    for (size_t i = k - 1; i < opt_steps.size(); i += k) {
-      steps.emplace_back(b, opt_steps[i].second);
-      b = opt_steps[i].second;
-    }
-    return steps;
+    const OptimizerLoop loop{opt_steps, passes, nexts, forward, roots, std::min(begin, opt_steps.front().first),
+                             run.env.optimizers.size()};
+    return optimizer_iterations(loop);
   }
   if (!nexts.empty() && (!passes.empty() || !forward.empty())) {
     *source = "dataloader";
@@ -378,12 +382,13 @@ std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Ste
 }
 
 
-// The frozen networks' calls in the steps (`frozen`: evaluation_passes'
-// step work, indices into `forward`), per network, over the steps after
+// The calls without backward that are step work (`frozen`, indices into
+// `forward`; `trained`: the roots with a training call: evaluation_passes'),
+// per root module, over the steps after
 // warm-up whose module calls were recorded (those with a top-level call).
 std::vector<FrozenForward> frozen_forwards(const Run& run, const std::vector<Span>& forward,
                                            const std::vector<uint32_t>& roots, const std::vector<size_t>& frozen,
-                                           const std::vector<Step>& steps) {
+                                           const std::set<uint32_t>& trained, const std::vector<Step>& steps) {
   auto step_of = [&](const Span& f) {
     auto it = std::upper_bound(steps.begin(), steps.end(), f.first,
                                [](int64_t t, const Step& s) { return t < s.start_ns; });
@@ -399,6 +404,7 @@ std::vector<FrozenForward> frozen_forwards(const Run& run, const std::vector<Spa
     if (step_of(forward[i]) == SIZE_MAX) continue;
     FrozenForward& f = by_module[roots[i]];
     f.name = run.modules[roots[i]].name;
+    f.trained = !is_frozen(run, roots[i]) && trained.count(roots[i]) > 0;
     ++f.calls;
     f.ns_per_step += forward[i].second - forward[i].first;
   }
@@ -535,8 +541,9 @@ StepAnalysis analyze_steps(const Run& run) {
   std::vector<uint32_t> roots;
   const std::vector<Span> forward = module_spans(tv, &roots);
   std::vector<size_t> frozen;
-  a.evaluation = evaluation_passes(tv, passes, forward, roots, &frozen);
-  for (const Span& s : detect_steps(tv, passes, forward, a.evaluation, &a.source)) {
+  std::set<uint32_t> trained;
+  a.evaluation = evaluation_passes(tv, passes, forward, roots, &frozen, &trained);
+  for (const Span& s : detect_steps(tv, passes, forward, roots, a.evaluation, &a.source)) {
     Step st;
     st.start_ns = s.first;
     st.end_ns = s.second;
@@ -582,7 +589,7 @@ StepAnalysis analyze_steps(const Run& run) {
   const GpuWindow& w = run.gpu_window;
   const Span window{w.start_ns, w.end_ns};
   mark_steady(a, compile_spans(run), w.state == GpuWindowState::kRecorded && w.end_ns > w.start_ns ? &window : nullptr);
-  a.frozen = frozen_forwards(run, forward, roots, frozen, a.steps);
+  a.frozen = frozen_forwards(run, forward, roots, frozen, trained, a.steps);
   std::vector<Span> optimizer;
   for (size_t i : tv.main_events)
     if (tv.is_optimizer_step(run.timeline[i])) optimizer.emplace_back(run.timeline[i].start_ns, run.timeline[i].end_ns);
@@ -612,7 +619,8 @@ StepAnalysis analyze_steps(const Run& run) {
       }
     size_t k = 1;
     if (counted == "optimizer") {
-      k = std::max<size_t>(1, run.env.optimizers.size());
+      // As many optimizer steps an iteration as in the timeline's.
+      k = std::max<size_t>(1, optimizer_steps_per_iteration(tv, a.steps.size()));
       if (calls % k != 0) k = 1;
     } else if (counted == "dataloader") {
       // Each epoch's last fetch only raises StopIteration.

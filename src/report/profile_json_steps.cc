@@ -42,6 +42,7 @@ void write_steps(JsonWriter& w, const StepAnalysis& s, size_t every) {
   for (const FrozenForward& f : s.frozen) {
     w.begin_object();
     w.field("name", f.name);
+    w.field("trained", f.trained);
     w.field("calls", f.calls);
     w.field("ms_per_step", ns_to_ms(f.ns_per_step));
     w.end_object();

@@ -212,8 +212,9 @@ void step_breakdown(std::string& out, const StepAnalysis& s) {
   }
   out += "\n";
   for (const FrozenForward& f : s.frozen)
-    appendf(out, "  forward includes frozen network %s (the loop trains none of its parameters): %.2f ms a step, "
-            "not evaluation\n", f.name.c_str(), ns_to_ms(f.ns_per_step));
+    appendf(out, "  forward includes %s %s%s: %.2f ms a step, not evaluation\n",
+            f.trained ? "the calls without backward of" : "frozen network", f.name.c_str(),
+            f.trained ? " (in nearly every step)" : " (the loop trains none of its parameters)", ns_to_ms(f.ns_per_step));
   if (s.micro_batches_per_step > 1)
     appendf(out, "  %.0f backward passes per step (gradient accumulation's micro-batches, or several losses)\n",
             s.micro_batches_per_step);

@@ -83,6 +83,87 @@ TEST(Steps, TwoOptimizersPerIterationCountOnce) {
   EXPECT_EQ(a.breakdown.total(), a.step_ns);
 }
 
+TEST(Steps, OneOptimizerPerLayerTrainedInTurnIsAStepPerUpdate) {
+  // GIVEN two Adam optimizers, one per layer, the first stepped 6 times and
+  // then the second 6 times, each update with its own forward and
+  // backward, and no DataLoader (a forward-forward trainer)
+  RunBuilder rb;
+  rb.run.env.optimizers = {OptimizerFacts{"Adam", 2, false}, OptimizerFacts{"Adam", 2, false}};
+  rb.run.modules = {ModuleInfo{"first", "Linear", 2, -1}, ModuleInfo{"second", "Linear", 2, -1}};
+  for (int i = 0; i < 12; ++i) {
+    const int64_t t = i * 1000;
+    rb.module(i < 6 ? 0 : 1, t, t + 300);
+    rb.event("aten::mm", OpKind::kOperator, t, t + 300, i);
+    rb.event("MmBackward0", OpKind::kBackward, t + 300, t + 700, i);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 700, t + 900);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN every update is a step, not every second one
+  EXPECT_EQ(a.source, "optimizer");
+  EXPECT_EQ(a.count, 12u);
+  EXPECT_EQ(a.steps[3].duration(), 1000);
+}
+
+TEST(Steps, AGansTwoUpdatesWithoutALoaderAreOneStepByTheirModuleCalls) {
+  // GIVEN a GAN's loop without a DataLoader, 5 iterations: G makes a
+  // sample, D judges real and fake, D's backward and step; D judges the
+  // fake again, G's and D's backward and G's step (two Adams)
+  RunBuilder rb;
+  rb.run.env.optimizers = {OptimizerFacts{"Adam", 2, false}, OptimizerFacts{"Adam", 2, false}};
+  rb.run.modules = {ModuleInfo{"G", "Sequential", 2, -1}, ModuleInfo{"D", "Sequential", 2, -1}};
+  for (int i = 0; i < 5; ++i) {
+    const int64_t t = i * 2000;
+    rb.module(0, t, t + 100);
+    rb.event("aten::mm", OpKind::kOperator, t, t + 100, 3 * i);
+    rb.module(1, t + 100, t + 200);
+    rb.event("aten::mm", OpKind::kOperator, t + 100, t + 200, 3 * i + 1);
+    rb.module(1, t + 200, t + 300);
+    rb.event("MmBackward0", OpKind::kBackward, t + 300, t + 500, 3 * i + 1);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 500, t + 600);
+    rb.module(1, t + 600, t + 800);
+    rb.event("aten::mm", OpKind::kOperator, t + 600, t + 800, 3 * i + 2);
+    rb.event("MmBackward0", OpKind::kBackward, t + 800, t + 1000, 3 * i + 2);
+    rb.event("MmBackward0", OpKind::kBackward, t + 1000, t + 1200, 3 * i);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 1200, t + 2000);
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN each iteration is one step: the module calls repeat every 2 updates
+  EXPECT_EQ(a.source, "optimizer");
+  ASSERT_EQ(a.count, 5u);
+  EXPECT_EQ(a.steps[2].duration(), 2000);
+}
+
+TEST(Steps, UpdatesOnOneBatchAreOneStepHoweverMany) {
+  // GIVEN a GAN's loop over 6 batches: each a fetch and a discriminator
+  // update, every second batch also a generator update after it (9
+  // optimizer steps of 2 optimizers)
+  RunBuilder rb;
+  rb.run.env.optimizers = {OptimizerFacts{"Adam", 2, false}, OptimizerFacts{"Adam", 2, false}};
+  int64_t t = 0;
+  for (int i = 0; i < 6; ++i) {
+    rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, t, t + 100);
+    rb.event("aten::mm", OpKind::kOperator, t + 100, t + 200, 2 * i);
+    rb.event("MmBackward0", OpKind::kBackward, t + 200, t + 400, 2 * i);
+    rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 400, t + 500);
+    t += 500;
+    if (i % 2 == 1) {
+      rb.event("aten::mm", OpKind::kOperator, t, t + 100, 2 * i + 1);
+      rb.event("MmBackward0", OpKind::kBackward, t + 100, t + 300, 2 * i + 1);
+      rb.event("Optimizer.step#Adam.step", OpKind::kUserScope, t + 300, t + 400);
+      t += 400;
+    }
+  }
+  rb.finish();
+  const StepAnalysis a = analyze_steps(rb.run);
+  // THEN each batch is one step, whatever it updated
+  EXPECT_EQ(a.source, "optimizer");
+  ASSERT_EQ(a.count, 6u);
+  EXPECT_EQ(a.steps[2].duration(), 500);
+  EXPECT_EQ(a.steps[3].duration(), 900);
+}
+
 TEST(Steps, ProfilerStepScopesComeFirst) {
   // GIVEN torch.profiler's ProfilerStep#N scopes around optimizer-stepped iterations
   RunBuilder rb;

@@ -394,6 +394,27 @@ def test_a_frozen_network_is_the_steps_forward_not_evaluation(tmp_path, shape):
     assert frozen[truth["frozen_name"]]["ms_per_step"] == pytest.approx(own_ms, rel=0.25), own_ms
 
 
+@pytest.mark.parametrize("shape", ["layers", "gan"])
+def test_optimizers_stepped_in_turn_count_one_step_per_iteration(tmp_path, shape):
+    # GIVEN two optimizers whose steps do not come one each per iteration:
+    # one per layer, each trained in turn (no DataLoader); a critic updated
+    # every batch and a generator every second batch
+    profile, truth = run_loop("optimizers_in_turn", tmp_path, "--shape", shape)
+    # The premise: "every 2nd optimizer.step ends a step where the calls
+    # divide evenly, else every one" (2 optimizers created) miscounts them.
+    calls = truth["optimizer_steps"]
+    assert (calls // 2 if calls % 2 == 0 else calls) != truth["steps"], (calls, truth["steps"])
+    # THEN a step is an iteration of the loop, as the script counts them,
+    # with its data share and findings as for any plain loop
+    # (framework_overhead: Adam on the CPU without foreach runs a dozen
+    # small operators per parameter every step)
+    check_common(profile, truth, allowed={"framework_overhead"})
+    # and the phases within the tolerance of the script's own clock
+    for phase, key in (("forward", "forward"), ("backward", "backward"), ("optimizer", "optimizer")):
+        own = 100 * truth_share(truth, profile, key)
+        assert abs(profile["steps"]["breakdown_pct"][phase] - own) <= TOLERANCE_PTS, (phase, own, brief(profile))
+
+
 def test_eval_in_loop_is_evaluation_heavy(tmp_path):
     profile, truth = run_loop("eval_in_loop", tmp_path)
     assert truth["evaluation_passes"] >= 2

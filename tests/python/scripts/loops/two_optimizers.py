@@ -3,9 +3,9 @@
 An autoencoder-like model: an encoder with its own Adam, a decoder with its
 own SGD; each iteration zero_grads both, runs one forward and one backward,
 steps the encoder's optimizer, then the decoder's, then StepLR.step() (on the
-encoder's optimizer). Two optimizers are created, so torchneck must count one
-step per iteration (every 2nd optimizer.step ends one; docs/diagnosis.md), not
-two. Nothing else is planted: equal Linear layers, a DataLoader
+encoder's optimizer). torchneck must count one step per iteration (the two
+optimizer.step calls after one fetch are one iteration; docs/diagnosis.md),
+not two. Nothing else is planted: equal Linear layers, a DataLoader
 (num_workers=0) whose reads sleep a little (data ~10 %).
 
     /usr/bin/python3 two_optimizers.py [--iters N] [--truth PATH]
