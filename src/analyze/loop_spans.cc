@@ -58,6 +58,13 @@ std::vector<Span> backward_passes(const TimelineView& tv) {
   return passes;
 }
 
+bool fetches_each_iteration(const std::vector<Span>& fetches, const std::vector<Span>& updates) {
+  if (fetches.empty() || updates.empty()) return false;
+  auto from = std::lower_bound(fetches.begin(), fetches.end(), Span{updates.front().first, INT64_MIN});
+  auto to = std::lower_bound(fetches.begin(), fetches.end(), Span{updates.back().second, INT64_MIN});
+  return static_cast<size_t>(to - from) * kMaxUpdatesPerFetch >= updates.size();
+}
+
 bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end) {
   auto it = std::upper_bound(spans.begin(), spans.end(), Span{start, INT64_MAX});
   return it != spans.begin() && std::prev(it)->first <= start && std::prev(it)->second >= end;
@@ -76,10 +83,10 @@ constexpr double kFrozenStepShare = 0.5;
 constexpr double kTrainedStepShare = 0.9;
 
 // The loop's iterations as their backward work: the backward passes; in a
-// loop that reads a DataLoader, those with no fetch between them as one (a
-// GAN's critic and generator passes on one batch). Sorted, disjoint.
+// loop that reads a batch each iteration, those with no fetch between them
+// as one (a GAN's critic and generator passes on one batch). Sorted, disjoint.
 std::vector<Span> backward_iterations(const std::vector<Span>& backward, const std::vector<Span>& fetches) {
-  if (fetches.empty()) return backward;
+  if (!fetches_each_iteration(fetches, backward)) return backward;
   std::vector<Span> out;
   for (const Span& pass : backward) {
     if (!out.empty()) {

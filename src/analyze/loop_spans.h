@@ -53,6 +53,13 @@ std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Sp
                                     const std::vector<Span>& forward, const std::vector<uint32_t>& roots,
                                     std::vector<size_t>* frozen = nullptr, std::set<uint32_t>* trained = nullptr);
 
+// Whether the loop reads a batch from a DataLoader in its iterations: at
+// least one of the sorted `fetches` for every kMaxUpdatesPerFetch of the
+// sorted `updates` (optimizer steps, backward passes), among them. A loader
+// read once for the whole dataset (a forward-forward trainer's) is not.
+constexpr size_t kMaxUpdatesPerFetch = 8;
+bool fetches_each_iteration(const std::vector<Span>& fetches, const std::vector<Span>& updates);
+
 // Whether [start, end) lies inside one of the sorted, disjoint `spans`.
 bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end);
 

@@ -71,7 +71,7 @@ size_t updates_per_iteration(const std::vector<std::vector<uint32_t>>& sig) {
 std::vector<Span> optimizer_iterations(const OptimizerLoop& loop) {
   const std::vector<Span>& s = loop.steps;
   std::vector<size_t> ends;  // the last optimizer step of each iteration
-  if (!loop.fetches.empty()) {
+  if (fetches_each_iteration(loop.fetches, s)) {
     for (size_t i = 0; i < s.size(); ++i)
       if (i + 1 == s.size() || starts_between(loop.fetches, s[i].second, s[i + 1].first)) ends.push_back(i);
   } else {

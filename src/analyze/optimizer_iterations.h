@@ -29,15 +29,16 @@ struct OptimizerLoop {
 };
 
 // The iterations, each ending at an optimizer step's end, the first from
-// `begin`. In a loop that reads a DataLoader, the steps with no training
-// fetch between them are one iteration (a GAN's critic and generator
-// updates on one batch). In one that reads none, a step with no backward
-// pass of its own joins the steps before it (an encoder's and a decoder's
-// optimizers after one backward); the updates that remain are grouped by
-// the loop's repeating pattern of module calls (a GAN's two updates, each
-// with its own backward; one optimizer per layer, trained in turn: each
-// update), or, with no module call seen, by the optimizers created where
-// they divide the updates evenly.
+// `begin`. In a loop that reads a batch each iteration (loop_spans.h's
+// fetches_each_iteration), the steps with no training fetch between them
+// are one iteration (a GAN's critic and generator updates on one batch).
+// In one that does not, a step with no backward pass of its own joins the
+// steps before it (an encoder's and a decoder's optimizers after one
+// backward); the updates that remain are grouped by the loop's repeating
+// pattern of module calls (a GAN's two updates, each with its own
+// backward; one optimizer per layer, trained in turn: each update), or,
+// with no module call seen, by the optimizers created where they divide
+// the updates evenly.
 std::vector<Span> optimizer_iterations(const OptimizerLoop& loop);
 
 }  // namespace torchneck

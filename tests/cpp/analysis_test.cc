@@ -86,12 +86,14 @@ TEST(Steps, TwoOptimizersPerIterationCountOnce) {
 TEST(Steps, OneOptimizerPerLayerTrainedInTurnIsAStepPerUpdate) {
   // GIVEN two Adam optimizers, one per layer, the first stepped 6 times and
   // then the second 6 times, each update with its own forward and
-  // backward, and no DataLoader (a forward-forward trainer)
+  // backward, on the whole dataset read from a DataLoader once before (a
+  // forward-forward trainer)
   RunBuilder rb;
   rb.run.env.optimizers = {OptimizerFacts{"Adam", 2, false}, OptimizerFacts{"Adam", 2, false}};
   rb.run.modules = {ModuleInfo{"first", "Linear", 2, -1}, ModuleInfo{"second", "Linear", 2, -1}};
+  rb.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", OpKind::kUserScope, 0, 500);
   for (int i = 0; i < 12; ++i) {
-    const int64_t t = i * 1000;
+    const int64_t t = 1000 + i * 1000;
     rb.module(i < 6 ? 0 : 1, t, t + 300);
     rb.event("aten::mm", OpKind::kOperator, t, t + 300, i);
     rb.event("MmBackward0", OpKind::kBackward, t + 300, t + 700, i);

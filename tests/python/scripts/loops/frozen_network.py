@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from looptruth import LoopClock, ReadBatches, mlp, print_shares
+from looptruth import LoopClock, ReadBatches, mlp, plain_loop, print_shares
 
 
 def main():
@@ -73,20 +73,8 @@ def main():
             return loss_fn(out, soft) + loss_fn(out, y)
         frozen_name = "teacher"
 
-    it = iter(loader)
-    clock.start()
-    for _ in range(a.iters):
-        x, y = clock.next(it)
-        with clock.timed("forward"):
-            loss = forward(x, y)
-        with clock.timed("backward"):
-            loss.backward()
-        with clock.timed("optimizer"):
-            opt.step()
-        clock.boundary()
-        with clock.timed("optimizer"):
-            opt.zero_grad()
-    clock.stop()
+    # The plain loop, its loss function the whole forward: both networks and the loss.
+    plain_loop(clock, loader, lambda x: x, forward, opt, a.iters)
     gt = clock.write(a.truth, {"frozen_name": frozen_name})
     print_shares(gt, _T0)
 

@@ -1,10 +1,11 @@
 """Loop shape: several optimizers whose steps do not come one per iteration.
 
---shape layers (a forward-forward trainer's): one Adam per layer; the
-first layer is trained for --iters updates, then the second on the first's
-detached output for --iters more. No DataLoader. Every update is an
-iteration of the loop: 2 x --iters steps, where "every 2nd optimizer.step
-ends a step" would count half.
+--shape layers (a forward-forward trainer's): the whole dataset read once
+from a DataLoader, one Adam per layer; the first layer is trained for
+--iters updates, then the second on the first's detached output for
+--iters more. Every update is an iteration of the loop: 2 x --iters
+steps, where "every 2nd optimizer.step ends a step" would count half, and
+"the steps between two fetches" all of them as one.
 
 --shape gan (a WGAN's): a DataLoader of --iters batches; each batch a
 critic update, and every 2nd batch a generator update after it (1.5
@@ -25,7 +26,7 @@ import argparse
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, TensorDataset
 
 from looptruth import LoopClock, ReadBatches, mlp, print_shares
 
@@ -44,7 +45,9 @@ def layers(a, clock):
     """Each layer trained in turn by its own optimizer: every update a step."""
     first, second = mlp(a.width, 4), mlp(a.width, 4)
     opts = [torch.optim.Adam(first.parameters(), lr=1e-3), torch.optim.Adam(second.parameters(), lr=1e-3)]
-    x, y = torch.randn(a.batch, a.width), torch.randn(a.batch, a.width)
+    # The whole dataset in one batch, read once from its DataLoader.
+    data = TensorDataset(torch.randn(a.batch, a.width), torch.randn(a.batch, a.width))
+    x, y = next(iter(DataLoader(data, batch_size=a.batch)))
     clock.start()
     for _ in range(a.iters):
         update(clock, first, opts[0], x, y)
