@@ -383,9 +383,9 @@ std::vector<Span> light_evaluation(const TimelineView& tv, const std::vector<Ste
 
 
 // The calls without backward that are step work (`frozen`, indices into
-// `forward`; `trained`: the roots with a training call: evaluation_passes'),
-// per root module, over the steps after
-// warm-up whose module calls were recorded (those with a top-level call).
+// `forward`; `trained`: the roots with a training call; both from
+// evaluation_passes), per root module, over the steps after warm-up whose
+// module calls were recorded (those with a top-level call).
 std::vector<FrozenForward> frozen_forwards(const Run& run, const std::vector<Span>& forward,
                                            const std::vector<uint32_t>& roots, const std::vector<size_t>& frozen,
                                            const std::set<uint32_t>& trained, const std::vector<Step>& steps) {
