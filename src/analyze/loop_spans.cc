@@ -58,6 +58,23 @@ std::vector<Span> backward_passes(const TimelineView& tv) {
   return passes;
 }
 
+bool starts_between(const std::vector<Span>& spans, int64_t from, int64_t to) {
+  auto it = std::lower_bound(spans.begin(), spans.end(), Span{from, INT64_MIN});
+  return it != spans.end() && it->first < to;
+}
+
+std::vector<Span> merge_unseparated(const std::vector<Span>& spans, const std::vector<Span>& separators) {
+  std::vector<Span> merged;
+  for (const Span& s : spans) {
+    if (!merged.empty() && !starts_between(separators, merged.back().second, s.first)) {
+      merged.back().second = std::max(merged.back().second, s.second);
+      continue;
+    }
+    merged.push_back(s);
+  }
+  return merged;
+}
+
 bool fetches_each_iteration(const std::vector<Span>& fetches, const std::vector<Span>& updates) {
   if (fetches.empty() || updates.empty()) return false;
   auto from = std::lower_bound(fetches.begin(), fetches.end(), Span{updates.front().first, INT64_MIN});
@@ -86,19 +103,7 @@ constexpr double kTrainedStepShare = 0.9;
 // loop that reads a batch each iteration, those with no fetch between them
 // as one (a GAN's critic and generator passes on one batch). Sorted, disjoint.
 std::vector<Span> backward_iterations(const std::vector<Span>& backward, const std::vector<Span>& fetches) {
-  if (!fetches_each_iteration(fetches, backward)) return backward;
-  std::vector<Span> out;
-  for (const Span& pass : backward) {
-    if (!out.empty()) {
-      auto f = std::lower_bound(fetches.begin(), fetches.end(), Span{out.back().second, INT64_MIN});
-      if (f == fetches.end() || f->first >= pass.first) {
-        out.back().second = std::max(out.back().second, pass.second);
-        continue;
-      }
-    }
-    out.push_back(pass);
-  }
-  return out;
+  return fetches_each_iteration(fetches, backward) ? merge_unseparated(backward, fetches) : backward;
 }
 
 // The iteration of a call ending at t: the backward work after it
@@ -198,17 +203,7 @@ std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Sp
   if (groups.empty()) return out;
   std::sort(training.begin(), training.end());
   // Merge consecutive evaluation calls with no training work between them.
-  std::vector<Span> merged;
-  for (const Span& g : groups) {
-    if (!merged.empty()) {
-      auto t = std::lower_bound(training.begin(), training.end(), Span{merged.back().second, INT64_MIN});
-      if (t == training.end() || t->first >= g.first) {
-        merged.back().second = std::max(merged.back().second, g.second);
-        continue;
-      }
-    }
-    merged.push_back(g);
-  }
+  const std::vector<Span> merged = merge_unseparated(groups, training);
   for (Span g : merged) {
     // Training work just before and just after the pass.
     auto next = std::lower_bound(training.begin(), training.end(), Span{g.second, INT64_MIN});

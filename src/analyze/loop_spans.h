@@ -60,6 +60,13 @@ std::vector<Span> evaluation_passes(const TimelineView& tv, const std::vector<Sp
 constexpr size_t kMaxUpdatesPerFetch = 8;
 bool fetches_each_iteration(const std::vector<Span>& fetches, const std::vector<Span>& updates);
 
+// Whether one of the sorted `spans` starts in [from, to).
+bool starts_between(const std::vector<Span>& spans, int64_t from, int64_t to);
+
+// The sorted `spans`, each run of them between which none of the sorted
+// `separators` starts merged into one span.
+std::vector<Span> merge_unseparated(const std::vector<Span>& spans, const std::vector<Span>& separators);
+
 // Whether [start, end) lies inside one of the sorted, disjoint `spans`.
 bool inside_any(const std::vector<Span>& spans, int64_t start, int64_t end);
 

@@ -6,12 +6,6 @@
 namespace torchneck {
 namespace {
 
-// Whether one of the sorted `spans` starts in [from, to).
-bool starts_between(const std::vector<Span>& spans, int64_t from, int64_t to) {
-  auto it = std::lower_bound(spans.begin(), spans.end(), Span{from, INT64_MIN});
-  return it != spans.end() && it->first < to;
-}
-
 // The updates of a loop without a DataLoader: runs of optimizer steps (as
 // [first, last] indices) each with backward passes of its own (before its
 // first step's end; LBFGS's closures run inside it), a step without one
